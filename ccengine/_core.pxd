@@ -1,0 +1,77 @@
+# C-level interface of the Cython engine, for other Cython modules (the tree search).
+#
+# Bitboards: cell i (= r * n + c) is bit (i % 64) of word (i // 64). Boards up to 8 x 8 use
+# word 0 only (the 64-bit path); 9 x 9 to 11 x 11 use both words (the 128-bit path).
+# Everything here is nogil and allocation-free: a state is a small POD struct, so "undo" is a
+# struct copy and a search tree can keep states by value.
+
+from libc.stdint cimport int16_t, int32_t, uint64_t
+
+cdef enum:
+    MAX_CELLS = 128
+    MAX_PIECES = 15
+    RESULT_NONE = 2       # CState.result while the game goes on
+
+cdef struct Tables:
+    # Geometry and rule options of one Rules object, built once by RulesTables.
+    int n
+    int cells
+    int k
+    int nwords            # 1 for n <= 8, else 2
+    int max_moves         # exact upper bound on legal moves: k * (cells - 2k), at least 1 (pass)
+    int hops_mirror       # 0 adjacent, 1 mirror
+    int win_all_own       # 0 filled, 1 all_own
+    int max_plies
+    int goal_lock
+    int adjudicate        # 0 none, 1 distance
+    int distance_margin
+    int progress_limit    # 0 = off
+    int diag[MAX_CELLS]                # r - c of each cell
+    int advance[2][MAX_CELLS]          # rows a piece of player p on cell i is ahead of its home tip
+    int start_advance[2]               # total advance of each player's pieces in the start position
+    uint64_t goal[2][2]                # goal[p][word]: the cells player p must fill
+    uint64_t board_mask[2]             # all cells of the board
+    uint64_t not_col0[2]               # cells with c > 0 (sources allowed to shift to c - 1)
+    uint64_t not_collast[2]            # cells with c < n - 1
+    int ray[MAX_CELLS][6][12]          # ray[i][d][j]: the cell j + 1 steps from i along d, -1 off board
+    uint64_t zobrist[2][MAX_CELLS]
+    uint64_t zobrist_side
+
+cdef struct CState:
+    uint64_t bb[2][2]     # bb[player][word]: occupancy
+    int32_t to_move
+    int32_t ply
+    int32_t progress_ply  # ply at which either side last raised its goal_best
+    int32_t goal_best[2]  # most pieces player p has had in its goal so far
+    int32_t result        # RESULT_NONE, else +1 / 0 / -1 from player 0's side
+    uint64_t hash         # Zobrist hash of board and side to move (not ply or progress)
+
+# Legal moves of the side to move, written as (s, e) pairs into out[0 .. 2 * count); returns
+# count. With no move, writes the pass (-1, -1) and returns 1. A terminal state returns 0.
+# out must hold 2 * t.max_moves int16.
+cdef int generate_moves(const Tables* t, const CState* s, int16_t* out) noexcept nogil
+
+# Destinations of the piece on `cell` as a bitboard pair (no legality check of the owner).
+cdef void piece_destinations(const Tables* t, const CState* s, int cell, uint64_t* dest) noexcept nogil
+
+# Plays (from_, to) for the side to move (pass = (-1, -1)) and updates ply, progress, result
+# and hash. Does not check legality: callers pass moves produced by generate_moves.
+cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil
+
+# Owner of a cell: -1 empty, 0 or 1.
+cdef int cell_owner(const CState* s, int cell) noexcept nogil
+
+# Forward distance psi of a move for `player` (seed section 3.2).
+cdef inline int forward_distance(const Tables* t, int player, int from_, int to) noexcept nogil:
+    cdef int d = t.diag[from_] - t.diag[to]
+    return d if player == 0 else -d
+
+cdef class RulesTables:
+    # The Tables of one Rules object, shared by every State of that game.
+    cdef Tables t
+    cdef readonly object rules
+
+cdef class State:
+    cdef CState s
+    cdef readonly RulesTables tables
+    cdef list _history   # CState snapshots for undo(), packed as bytes

@@ -1,0 +1,227 @@
+"""The rules object, its presets and the board geometry (shared/RULES.md).
+
+Naming convention used across ``ccengine``:
+
+- *cell*: an index ``i = r * n + c`` on the ``n x n`` rhombus.
+- *board*: who occupies each cell: ``-1`` empty, ``0`` player 0 (``x``), ``1`` player 1 (``o``).
+- *position*: a board plus the side to move and the ply count (what the text format holds).
+- *state*: a position plus what the end-of-game rules need from the past (progress tracking).
+- *move*: a pair ``(s, e)`` of cells; ``PASS == (-1, -1)``.
+- *ply*: one move of one player, passes included.
+- *result*: ``+1 / 0 / -1`` from player 0's side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+__all__ = [
+    "DIRECTIONS",
+    "PASS",
+    "PRESET_NAMES",
+    "Geometry",
+    "RulesError",
+    "Rules",
+    "preset",
+]
+
+#: The six neighbour offsets ``(dr, dc)`` of the hex grid drawn as a matrix.
+DIRECTIONS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1, -1), (1, 1))
+
+#: The pass move, legal only when a player has no other move.
+PASS: tuple[int, int] = (-1, -1)
+
+#: The fixed preset names; ``small-N-k`` is a family (N 4..6, k 1, 3 or 6).
+PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "small-N-k")
+
+_HOPS = ("adjacent", "mirror")
+_WIN_RULES = ("filled", "all_own")
+_ADJUDICATE = ("none", "distance")
+_SMALL = re.compile(r"^small-(\d+)-(\d+)$")
+
+#: Largest board the bitboard engine holds (121 cells fit two 64-bit words).
+MAX_N = 11
+
+
+class RulesError(ValueError):
+    """An invalid rules option or an unknown preset name."""
+
+
+def _triangle_side(k: int) -> int | None:
+    """Return ``t`` with ``t (t + 1) / 2 == k``, or None when k is not triangular."""
+    t = 0
+    while t * (t + 1) // 2 < k:
+        t += 1
+    return t if t * (t + 1) // 2 == k else None
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Every option of RULES.md in one frozen object. Build variants with ``replace``."""
+
+    n: int = 7
+    """Board side: cells are ``(r, c)`` with ``0 <= r, c < n``."""
+    k: int = 6
+    """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``."""
+    hops: str = "adjacent"
+    """``adjacent`` (the standard game) or ``mirror`` (the seed paper's long hops)."""
+    win_rule: str = "filled"
+    """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule)."""
+    max_plies: int = 200
+    """Plies (passes included) after which the game ends without a winner."""
+    goal_lock: bool = False
+    """A piece inside its goal may only move to goal cells."""
+    adjudicate: str = "none"
+    """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``."""
+    distance_margin: int = 3
+    """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
+    progress_limit: int = 0
+    """Plies without either side adding a piece to its goal that end the game (0 = off)."""
+    name: str = "custom"
+    """The preset this rules object came from (informational; not part of equality)."""
+
+    def __post_init__(self) -> None:
+        if not 3 <= self.n <= MAX_N:
+            raise RulesError(f"board side n={self.n} is out of range; valid: 3..{MAX_N}")
+        t = _triangle_side(self.k)
+        if t is None or t < 1:
+            raise RulesError(f"k={self.k} pieces is not a triangular number (valid: 1, 3, 6, 10, 15)")
+        if t > self.n - 1:
+            raise RulesError(f"k={self.k} pieces need n >= {t + 1} so that the homes are disjoint")
+        if self.hops not in _HOPS:
+            raise RulesError(f"hops={self.hops!r} is unknown; valid: {', '.join(_HOPS)}")
+        if self.win_rule not in _WIN_RULES:
+            raise RulesError(f"win_rule={self.win_rule!r} is unknown; valid: {', '.join(_WIN_RULES)}")
+        if self.adjudicate not in _ADJUDICATE:
+            raise RulesError(f"adjudicate={self.adjudicate!r} is unknown; valid: {', '.join(_ADJUDICATE)}")
+        if self.max_plies < 1:
+            raise RulesError(f"max_plies={self.max_plies} must be at least 1")
+        if self.progress_limit < 0:
+            raise RulesError(f"progress_limit={self.progress_limit} must be 0 (off) or positive")
+        if self.distance_margin < 0:
+            raise RulesError(f"distance_margin={self.distance_margin} must not be negative")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rules):
+            return NotImplemented
+        return self.options() == other.options()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.options().items())))
+
+    def options(self) -> dict[str, object]:
+        """The game-defining options as a plain dict (what records and checkpoints carry)."""
+        d = dataclasses.asdict(self)
+        d.pop("name")
+        return d
+
+    def to_dict(self) -> dict[str, object]:
+        """All fields, preset name included, as a JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Rules:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise RulesError(f"unknown rules option(s) {unknown}; valid: {sorted(fields)}")
+        return cls(**data)  # type: ignore[arg-type]
+
+    def replace(self, **changes: object) -> Rules:
+        """A copy with some options changed (validated like any new rules object)."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise RulesError(f"unknown rules option(s) {unknown}; valid: {sorted(fields)}")
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def cells(self) -> int:
+        """Number of cells, ``n * n``."""
+        return self.n * self.n
+
+    @property
+    def t(self) -> int:
+        """Side of the home triangle."""
+        t = _triangle_side(self.k)
+        assert t is not None
+        return t
+
+    @cached_property
+    def geometry(self) -> Geometry:
+        """The board's neighbour tables and homes (computed once per rules object)."""
+        return Geometry(self.n, self.k)
+
+
+def preset(name: str) -> Rules:
+    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81`` or ``small-N-k``."""
+    if name == "cc49":
+        return Rules(n=7, k=6, name=name)
+    if name == "paper":
+        return Rules(n=7, k=6, hops="mirror", win_rule="all_own", max_plies=100, name=name)
+    if name == "cc81":
+        return Rules(n=9, k=10, name=name)
+    m = _SMALL.match(name)
+    if m:
+        n, k = int(m.group(1)), int(m.group(2))
+        if 4 <= n <= 6 and k in (1, 3, 6):
+            return Rules(n=n, k=k, name=name)
+        raise RulesError(f"preset {name!r}: small boards take N 4..6 and k 1, 3 or 6")
+    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, small-N-k (N 4..6, k 1, 3, 6)")
+
+
+class Geometry:
+    """Cells, neighbours and homes of the ``n x n`` rhombus with ``k`` pieces a side."""
+
+    def __init__(self, n: int, k: int) -> None:
+        self.n = n
+        self.k = k
+        t = _triangle_side(k)
+        assert t is not None
+        self.t = t
+        self.cells = n * n
+        #: ``rows[i]`` is ``r - c``: cells with the same value form one row of the real board.
+        self.diag: tuple[int, ...] = tuple(i // n - i % n for i in range(self.cells))
+        #: ``home[p]``: the cells where player p starts; its goal is ``home[1 - p]``.
+        self.home: tuple[frozenset[int], frozenset[int]] = (
+            frozenset(i for i in range(self.cells) if self.diag[i] >= n - t),
+            frozenset(i for i in range(self.cells) if -self.diag[i] >= n - t),
+        )
+        #: ``step[i][d]``: the neighbour of cell i in direction ``DIRECTIONS[d]``, or -1 off the board.
+        self.step: tuple[tuple[int, ...], ...] = tuple(
+            tuple(self.offset(i, d, 1) for d in range(len(DIRECTIONS))) for i in range(self.cells)
+        )
+
+    def goal(self, player: int) -> frozenset[int]:
+        """The cells player ``player`` must fill: the other player's home."""
+        return self.home[1 - player]
+
+    def offset(self, cell: int, direction: int, distance: int) -> int:
+        """The cell ``distance`` steps from ``cell`` along ``DIRECTIONS[direction]``, or -1."""
+        dr, dc = DIRECTIONS[direction]
+        r, c = divmod(cell, self.n)
+        r, c = r + dr * distance, c + dc * distance
+        return r * self.n + c if 0 <= r < self.n and 0 <= c < self.n else -1
+
+    def forward_distance(self, player: int, move: tuple[int, int]) -> int:
+        """``psi``: rows a move advances its piece towards the mover's goal (seed section 3.2)."""
+        s, e = move
+        d = self.diag[s] - self.diag[e]
+        return d if player == 0 else -d
+
+    def advance(self, player: int, cell: int) -> int:
+        """Rows a piece of ``player`` on ``cell`` is ahead of its home's tip."""
+        return (self.n - 1 - self.diag[cell]) if player == 0 else (self.n - 1 + self.diag[cell])
+
+    def start_board(self) -> tuple[int, ...]:
+        """The start position's board: each player fills its home."""
+        return tuple(0 if i in self.home[0] else 1 if i in self.home[1] else -1 for i in range(self.cells))
+
+    def reflect(self, cell: int) -> int:
+        """The board's reflection that maps each home to itself: ``(r, c) -> (n-1-c, n-1-r)``."""
+        r, c = divmod(cell, self.n)
+        return (self.n - 1 - c) * self.n + (self.n - 1 - r)
