@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .rules import DIRECTIONS, PASS, Geometry, Rules
 
-__all__ = ["IllegalMoveError", "ReferenceState", "legal_moves", "perft"]
+__all__ = ["IllegalMoveError", "ReferenceState", "legal_moves", "move_path", "perft", "piece_destinations"]
 
 Move = tuple[int, int]
 
@@ -68,6 +68,35 @@ def piece_destinations(rules: Rules, board: tuple[int, ...] | list[int], s: int)
     if rules.goal_lock and s in geo.goal(player):
         reached &= geo.goal(player)
     return sorted(reached)
+
+
+def move_path(rules: Rules, board: tuple[int, ...] | list[int], move: Move) -> list[int]:
+    """The cells a legal move visits, ``[s, ..., e]``: a step, or a shortest chain of hops.
+
+    A move is only its two ends; this recovers one witness path for display and for protocols
+    that print hop chains. Raises ``IllegalMoveError`` when ``e`` is not reachable from ``s``.
+    """
+    s, e = move
+    if e in rules.geometry.step[s] and board[e] == -1:
+        return [s, e]
+    lifted = list(board)
+    lifted[s] = -1
+    parent = {s: s}
+    frontier = [s]
+    while frontier and e not in parent:
+        nxt = []
+        for x in frontier:
+            for y in _hop_landings(rules, lifted, x):
+                if y not in parent:
+                    parent[y] = x
+                    nxt.append(y)
+        frontier = nxt
+    if e not in parent or e == s:
+        raise IllegalMoveError(f"no step or hop chain leads from cell {s} to cell {e}")
+    path = [e]
+    while path[-1] != s:
+        path.append(parent[path[-1]])
+    return path[::-1]
 
 
 def legal_moves(rules: Rules, board: tuple[int, ...] | list[int], player: int) -> list[Move]:
