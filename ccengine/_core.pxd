@@ -11,6 +11,7 @@ cdef enum:
     MAX_CELLS = 128
     MAX_PIECES = 15
     RESULT_NONE = 2       # CState.result while the game goes on
+    MAX_MOVES = 1365      # largest Tables.max_moves of any valid Rules (n = 11, k = 15)
 
 cdef struct Tables:
     # Geometry and rule options of one Rules object, built once by RulesTables.
@@ -36,6 +37,10 @@ cdef struct Tables:
     int ray[MAX_CELLS][6][12]          # ray[i][d][j]: the cell j + 1 steps from i along d, -1 off board
     uint64_t zobrist[2][MAX_CELLS]
     uint64_t zobrist_side
+    # Added with the implementation (mirror hops and steps by table look-up). Directions d
+    # follow rules.DIRECTIONS: odd d raise the cell index, even d lower it.
+    uint64_t raymask[MAX_CELLS][6][2]  # the cells of ray[i][d] as a bitboard
+    uint64_t nbr[MAX_CELLS][2]         # the neighbours of cell i as a bitboard
 
 cdef struct CState:
     uint64_t bb[2][2]     # bb[player][word]: occupancy
@@ -48,15 +53,21 @@ cdef struct CState:
 
 # Legal moves of the side to move, written as (s, e) pairs into out[0 .. 2 * count); returns
 # count. With no move, writes the pass (-1, -1) and returns 1. A terminal state returns 0.
-# out must hold 2 * t.max_moves int16.
+# out must hold 2 * t.max_moves int16. Moves come sorted by (s, e).
 cdef int generate_moves(const Tables* t, const CState* s, int16_t* out) noexcept nogil
 
 # Destinations of the piece on `cell` as a bitboard pair (no legality check of the owner).
 cdef void piece_destinations(const Tables* t, const CState* s, int cell, uint64_t* dest) noexcept nogil
 
+# Whether (from_, to) is legal for the side to move (the pass only when nothing else is).
+cdef bint is_legal_move(const Tables* t, const CState* s, int from_, int to) noexcept nogil
+
 # Plays (from_, to) for the side to move (pass = (-1, -1)) and updates ply, progress, result
 # and hash. Does not check legality: callers pass moves produced by generate_moves.
 cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil
+
+# Leaves of the legal-move tree of `depth` plies (terminal positions are leaves).
+cdef uint64_t perft_c(const Tables* t, const CState* s, int depth) noexcept nogil
 
 # Owner of a cell: -1 empty, 0 or 1.
 cdef int cell_owner(const CState* s, int cell) noexcept nogil
@@ -70,8 +81,13 @@ cdef class RulesTables:
     # The Tables of one Rules object, shared by every State of that game.
     cdef Tables t
     cdef readonly object rules
+    cdef list move_tuples   # (s, e) tuples by s * cells + e, shared by State.legal_moves()
 
 cdef class State:
     cdef CState s
     cdef readonly RulesTables tables
     cdef list _history   # CState snapshots for undo(), packed as bytes
+
+# A new State of `tables` holding a copy of `s` (empty history): how a search hands a node
+# back to Python.
+cdef State wrap_state(RulesTables tables, const CState* s)
