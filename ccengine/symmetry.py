@@ -1,0 +1,124 @@
+"""The board's one symmetry that keeps both homes: the reflection ``(r, c) -> (n-1-c, n-1-r)``.
+
+It is the mirror about the bottom-left--top-right diagonal of the matrix (the seed paper's data
+augmentation; its code does ``fliplr(rot90(plane))``). It maps the six hex directions onto
+each other and each home onto itself, so a reflected position is a legal position of the same
+game with the same result, and its legal moves are the reflected moves. It is an involution.
+
+Piece IDs stay attached to their pieces under reflection (``reflect_pieces`` moves cells, not
+IDs), so a reflected policy keeps each ID's block and reflects the destination within it:
+index ``id * cells + e`` -> ``id * cells + reflect(e)``. The seed paper's code augments the
+input planes but copies the policy target unchanged, which pairs reflected inputs with
+unreflected destinations; we reflect both.
+
+The reflection commutes with the 180-degree rotation of the ``general`` encoding (both give
+``(r, c) -> (c, r)`` when composed), so the same plane and policy maps serve both encodings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .notation import Position
+from .rules import PASS, Rules
+
+__all__ = [
+    "reflect_board",
+    "reflect_cells",
+    "reflect_move",
+    "reflect_moves",
+    "reflect_pieces",
+    "reflect_planes",
+    "reflect_policy",
+    "reflect_position",
+    "reflect_table",
+]
+
+Move = tuple[int, int]
+
+
+@lru_cache(maxsize=None)
+def _table(n: int) -> np.ndarray:
+    i = np.arange(n * n)
+    r, c = np.divmod(i, n)
+    table = (n - 1 - c) * n + (n - 1 - r)
+    table.setflags(write=False)
+    return table
+
+
+def reflect_table(rules: Rules) -> np.ndarray:
+    """``(cells,)`` int: ``table[i]`` is the reflection of cell ``i`` (read-only)."""
+    return _table(rules.n)
+
+
+def reflect_cells(rules: Rules, cells: np.ndarray) -> np.ndarray:
+    """Reflect an integer array of cells of any shape; ``-1`` (missing / pass) stays ``-1``."""
+    cells = np.asarray(cells)
+    table = reflect_table(rules)
+    return np.where(cells >= 0, table[np.where(cells >= 0, cells, 0)], cells).astype(cells.dtype, copy=False)
+
+
+def reflect_pieces(rules: Rules, pieces: np.ndarray) -> np.ndarray:
+    """Reflect piece lists ``[..., H, 2, k]`` (IDs unchanged, cells reflected, -1 kept)."""
+    return reflect_cells(rules, pieces)
+
+
+def reflect_board(rules: Rules, board: Sequence[int] | np.ndarray) -> tuple[int, ...]:
+    """The reflected board: the owner of cell ``reflect(i)`` is the owner of ``i``."""
+    board = np.asarray(board)
+    out = np.empty_like(board)
+    out[reflect_table(rules)] = board
+    return tuple(int(v) for v in out)
+
+
+def reflect_position(rules: Rules, position: Position) -> Position:
+    """The reflected position (side to move and ply unchanged)."""
+    return Position(reflect_board(rules, position.board), position.to_move, position.ply)
+
+
+def reflect_move(rules: Rules, move: Move) -> Move:
+    """The reflected move; the pass stays the pass."""
+    if tuple(move) == PASS:
+        return PASS
+    table = reflect_table(rules)
+    return int(table[move[0]]), int(table[move[1]])
+
+
+def reflect_moves(rules: Rules, moves: np.ndarray | Sequence[Move]) -> np.ndarray:
+    """Reflect moves ``(M, 2)`` int; pass rows stay ``(-1, -1)``."""
+    return reflect_cells(rules, np.asarray(moves, dtype=np.int64).reshape(-1, 2))
+
+
+def reflect_planes(planes: Any) -> Any:
+    """Reflect encoded planes ``(..., n, n)`` (numpy or torch): ``out[..., r, c] = in[..., n-1-c, n-1-r]``.
+
+    Returns a new C-contiguous array for numpy (so ``torch.from_numpy`` takes it); works on any
+    encoding here, since every plane is either a per-cell map or constant.
+    """
+    if isinstance(planes, np.ndarray):
+        return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
+    # torch.Tensor (kept duck-typed so this module does not import torch)
+    return planes.transpose(-1, -2).flip((-2, -1))
+
+
+def reflect_policy(rules: Rules, policy: Any) -> Any:
+    """Reflect policy vectors ``(..., k * cells)`` (numpy or torch): each ID's block by the table.
+
+    ``out[..., id * cells + reflect(e)] = in[..., id * cells + e]``; the reflection is an
+    involution, so that is a gather with the same table.
+    """
+    k, cells = rules.k, rules.cells
+    table = reflect_table(rules)
+    shape = tuple(policy.shape)
+    if shape[-1] != k * cells:
+        raise ValueError(f"policy has length {shape[-1]}, the rules need k * cells = {k * cells}")
+    blocks = policy.reshape(*shape[:-1], k, cells)
+    if isinstance(policy, np.ndarray):
+        return blocks[..., table].reshape(shape)
+    import torch  # only reached with a tensor, so torch is there
+
+    return blocks.index_select(-1, torch.from_numpy(table.copy()).to(policy.device)).reshape(shape)
