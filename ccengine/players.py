@@ -1,0 +1,296 @@
+"""Players that need no network, and the registry that builds any player from a SPEC string.
+
+A *player* chooses a move for the side to move of a state (either engine). The baseline players
+follow RULES.md "Forward distance and the greedy players" (seed section 3.2):
+
+- ``random``: uniform over the legal moves.
+- ``greedy``: a move of largest forward distance ``psi``; ties go to the least advanced start
+  cell ("the last checker"), then uniform.
+- ``greedy-stochastic``: ``psi > 0`` moves with probability proportional to ``psi``; with none,
+  uniform over all moves.
+
+A SPEC is ``name`` or ``name:key=value,key=value`` (e.g. ``mcts:model=best.pt,sims=200``).
+Other modules add players with :func:`register_player`; the search module registers ``mcts`` and
+``mcts-rollout`` when imported, and :func:`make_player` imports it on first need (see
+``PLUGIN_MODULES``), so a SPEC naming a plug-in player works without an explicit import.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Union, runtime_checkable
+
+import numpy as np
+
+from .rules import PASS, Rules
+
+__all__ = [
+    "PLUGIN_MODULES",
+    "GreedyPlayer",
+    "Player",
+    "PlayerKind",
+    "PlayerSpecError",
+    "RandomPlayer",
+    "SeedLike",
+    "StochasticGreedyPlayer",
+    "greedy_candidates",
+    "make_player",
+    "parse_spec",
+    "player_kinds",
+    "register_player",
+]
+
+Move = tuple[int, int]
+#: Anything ``numpy.random.default_rng`` accepts as a seed.
+SeedLike = Union[int, np.random.SeedSequence, None]
+
+
+class PlayerSpecError(ValueError):
+    """A SPEC string naming an unknown player, an unknown option or a bad option value."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """What the arena and the command line need from a player."""
+
+    name: str
+    """The SPEC that built it (shown in match results)."""
+
+    def select(self, state: Any) -> Move:
+        """A legal move for the side to move of ``state`` (not terminal); must not change ``state``."""
+        ...
+
+    def reset(self, seed: SeedLike = None) -> None:
+        """Start a new game; with a seed, restart the player's random stream from it.
+
+        The arena reseeds every player for every game, so that a game's moves depend only on its
+        own seed and not on which games the same process played before (workers=N equals 1).
+        """
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Baseline players
+# ---------------------------------------------------------------------------------------------
+
+
+class _SeededPlayer:
+    """Common part of the baseline players: a name, the rules and a numpy Generator."""
+
+    name: str = "player"
+
+    def __init__(self, rules: Rules, seed: SeedLike = None) -> None:
+        self.rules = rules
+        self._diag = rules.geometry.diag  # r - c of each cell: psi and "least advanced" need it
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: SeedLike = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {self.rules.name})"
+
+
+class RandomPlayer(_SeededPlayer):
+    """Uniform over the legal moves."""
+
+    name = "random"
+
+    def select(self, state: Any) -> Move:
+        moves = state.legal_moves()
+        return moves[int(self.rng.integers(len(moves)))]
+
+
+def greedy_candidates(rules: Rules, player: int, moves: Sequence[Move]) -> list[Move]:
+    """The moves the deterministic greedy player chooses among (uniformly), in ``moves`` order.
+
+    Largest ``psi``; among those, the moves whose start cell is least advanced (player 0: largest
+    ``r - c``, player 1: smallest). When every move goes backward, the largest ``psi`` is the one
+    of least ``|psi|``, as RULES.md asks.
+    """
+    if len(moves) == 1:
+        return list(moves)  # also the pass, which has no psi
+    diag = rules.geometry.diag
+    sign = 1 if player == 0 else -1
+    # For player 0, psi = diag[s] - diag[e] and "least advanced" = largest diag[s]; for player 1
+    # both flip sign, so one key (sign * psi, sign * diag[s]) orders both players.
+    best: list[Move] = []
+    best_key = (-(10**9), -(10**9))
+    for s, e in moves:
+        key = (sign * (diag[s] - diag[e]), sign * diag[s])
+        if key > best_key:
+            best_key, best = key, [(s, e)]
+        elif key == best_key:
+            best.append((s, e))
+    return best
+
+
+class GreedyPlayer(_SeededPlayer):
+    """Deterministic greedy (seed 3.2): largest psi, then the last checker, then uniform."""
+
+    name = "greedy"
+
+    def select(self, state: Any) -> Move:
+        candidates = greedy_candidates(self.rules, state.to_move, state.legal_moves())
+        if len(candidates) == 1:
+            return candidates[0]
+        return candidates[int(self.rng.integers(len(candidates)))]
+
+
+class StochasticGreedyPlayer(_SeededPlayer):
+    """Stochastic greedy (seed 3.2): psi > 0 moves with probability proportional to psi."""
+
+    name = "greedy-stochastic"
+
+    def select(self, state: Any) -> Move:
+        moves = state.legal_moves()
+        if len(moves) == 1:
+            return moves[0]
+        diag = self._diag
+        sign = 1 if state.to_move == 0 else -1
+        forward: list[Move] = []
+        cumulative: list[int] = []  # running sum of psi over `forward`
+        total = 0
+        for s, e in moves:
+            psi = sign * (diag[s] - diag[e])
+            if psi > 0:
+                total += psi
+                forward.append((s, e))
+                cumulative.append(total)
+        if not forward:
+            return moves[int(self.rng.integers(len(moves)))]
+        # Integer draw in [0, total): exact proportions, no float rounding of the weights.
+        u = int(self.rng.integers(total))
+        return forward[bisect.bisect_right(cumulative, u)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+# ---------------------------------------------------------------------------------------------
+
+#: ``factory(rules, seed, **options) -> Player``.
+PlayerFactory = Callable[..., Player]
+
+#: Modules imported on the first SPEC that names no registered player: they register more
+#: players (the search module: ``mcts``, ``mcts-rollout``). A module that is missing is skipped.
+PLUGIN_MODULES: list[str] = ["ccengine.search"]
+
+
+@dataclass(frozen=True)
+class PlayerKind:
+    """A registered player: how to build it and which ``key=value`` options it takes."""
+
+    name: str
+    factory: PlayerFactory
+    options: Mapping[str, Callable[[str], object]] = field(default_factory=dict)
+    """Option name -> parser of its text value (``int``, ``float``, ``str``, or any callable)."""
+    required: frozenset[str] = frozenset()
+    description: str = ""
+
+    def usage(self) -> str:
+        """``name`` or ``name:opt=...,opt=...`` (required options first)."""
+        if not self.options:
+            return self.name
+        ordered = sorted(self.options, key=lambda o: (o not in self.required, o))
+        return f"{self.name}:" + ",".join(f"{o}=..." for o in ordered)
+
+
+_REGISTRY: dict[str, PlayerKind] = {}
+_plugins_loaded = False
+
+
+def register_player(
+    name: str,
+    factory: PlayerFactory,
+    *,
+    options: Mapping[str, Callable[[str], object]] | None = None,
+    required: Sequence[str] = (),
+    description: str = "",
+) -> PlayerKind:
+    """Make ``name`` usable in SPEC strings; re-registering a name replaces it."""
+    if not name or any(ch in name for ch in ":,= "):
+        raise ValueError(f"player name {name!r} must be non-empty without ':', ',', '=' or spaces")
+    opts = dict(options or {})
+    missing = sorted(set(required) - set(opts))
+    if missing:
+        raise ValueError(f"required option(s) {missing} of player {name!r} are not among its options")
+    kind = PlayerKind(name, factory, opts, frozenset(required), description)
+    _REGISTRY[name] = kind
+    return kind
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass  # not built or not written yet: its players are simply not offered
+
+
+def player_kinds() -> dict[str, PlayerKind]:
+    """Every registered player, plug-ins included, by name."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def _valid_players() -> str:
+    return ", ".join(kind.usage() for kind in player_kinds().values())
+
+
+def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
+    """Split and validate a SPEC: the player kind and its parsed options."""
+    name, _, rest = spec.strip().partition(":")
+    kind = _REGISTRY.get(name)
+    if kind is None:
+        _load_plugins()
+        kind = _REGISTRY.get(name)
+    if kind is None:
+        raise PlayerSpecError(f"unknown player {name!r} in {spec!r}; valid: {_valid_players()}")
+    options: dict[str, object] = {}
+    valid = ", ".join(sorted(kind.options)) or "none"
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq:
+            raise PlayerSpecError(f"player option {item!r} in {spec!r} must be key=value; {name} options: {valid}")
+        if key not in kind.options:
+            raise PlayerSpecError(f"unknown option {key!r} for player {name!r}; valid: {valid}")
+        if key in options:
+            raise PlayerSpecError(f"option {key!r} given twice in {spec!r}")
+        parser = kind.options[key]
+        try:
+            options[key] = parser(text.strip())
+        except (TypeError, ValueError) as exc:
+            hint = getattr(parser, "__name__", "a valid value")
+            raise PlayerSpecError(f"option {key}={text!r} of player {name!r} is not {hint}: {exc}") from None
+    missing = sorted(kind.required - set(options))
+    if missing:
+        raise PlayerSpecError(f"player {name!r} needs option(s) {', '.join(missing)}: {kind.usage()}")
+    return kind, options
+
+
+def make_player(spec: str, rules: Rules, seed: SeedLike = None) -> Player:
+    """Build the player a SPEC names, for games of ``rules``, its random stream from ``seed``."""
+    kind, options = parse_spec(spec)
+    player = kind.factory(rules, seed, **options)
+    # The name is the SPEC so that results say exactly what played (options included).
+    try:
+        player.name = spec.strip()
+    except AttributeError:
+        pass  # a plug-in with a read-only name keeps its own
+    return player
+
+
+register_player("random", RandomPlayer, description="uniform over the legal moves")
+register_player("greedy", GreedyPlayer, description="largest forward distance, ties to the last checker")
+register_player(
+    "greedy-stochastic", StochasticGreedyPlayer, description="forward moves with probability proportional to psi"
+)

@@ -1,0 +1,520 @@
+"""The ``hopzero`` command line: one small function per sub-command, argparse sub-parsers.
+
+Sub-commands (``--json`` prints one JSON object on stdout; other tools read these shapes):
+
+- ``perft``: move-tree leaf counts, ``{"preset", "perft": [n1..nD]}`` (+ ``"divide"``).
+- ``match``: a match between two player SPECs under the seed's protocol (``evaluator.arena``).
+- ``move``: the move a player SPEC chooses in a position, ``{"move": [s, e]}``.
+- ``bench movegen``: legal-move generation speed of the Cython engine against the reference.
+
+Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
+``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
+player, malformed position, illegal move, bad number) exits with status 2 and one line on stderr
+that says what is wrong and what is valid, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ccengine.engines import ENGINES, EngineError, new_state, state_class
+from ccengine.notation import NotationError, Position, parse_move, parse_position
+from ccengine.players import PlayerSpecError, make_player
+from ccengine.reference import IllegalMoveError
+from ccengine.reference import perft as reference_perft
+from ccengine.rules import Rules, RulesError, preset
+
+__all__ = ["CliError", "build_parser", "main"]
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user mistake, reported as one line on stderr with exit status 2."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that mean "the arguments are wrong", not "hopzero has a bug"."""
+    errors: list[type[BaseException]] = [CliError, RulesError, NotationError, IllegalMoveError, PlayerSpecError]
+    errors.append(EngineError)
+    try:  # the compiled engine may define its own IllegalMoveError
+        from ccengine import _core
+
+        extra = getattr(_core, "IllegalMoveError", None)
+        if isinstance(extra, type) and issubclass(extra, BaseException):
+            errors.append(extra)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (argparse prints the usage block by default)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(EXIT_USAGE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument types (argparse turns ArgumentTypeError into its one-line error)
+# ---------------------------------------------------------------------------------------------
+
+
+def _preset_arg(name: str) -> Rules:
+    try:
+        return preset(name)
+    except RulesError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _int_arg(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _float_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be positive")
+    return value
+
+
+def _add_preset(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--preset",
+        type=_preset_arg,
+        default=preset("cc49"),
+        metavar="P",
+        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6)",
+    )
+
+
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=ENGINES, default="cython", help="game engine (default: cython)")
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _add_position(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument(
+        "--position",
+        metavar="POS",
+        required=required,
+        help="position text, e.g. '..oo/...o/x.../xx.. x 0' (default: the start)" if not required else "position text",
+    )
+    p.add_argument(
+        "--moves",
+        metavar="S-E,...",
+        default="",
+        help="moves to play from the position first, e.g. '36-29,12-19' ('pass' for a pass)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data) if args.json else text)
+
+
+def _state_from_args(args: argparse.Namespace, engine: str) -> Any:
+    """The state given by ``--preset``, ``--position`` and ``--moves``."""
+    rules: Rules = args.preset
+    position = parse_position(rules, args.position) if args.position else None
+    state = new_state(rules, position, engine)
+    for item in filter(None, (m.strip() for m in args.moves.split(","))):
+        move = parse_move(rules, item)
+        if state.is_terminal():
+            raise CliError(f"move {item!r}: the game is already over (result {state.result()})")
+        legal = state.legal_moves()
+        if move not in legal:
+            shown = ", ".join(f"{s}-{e}" for s, e in legal[:12]) + (", ..." if len(legal) > 12 else "")
+            raise CliError(f"move {item!r} is not legal at ply {state.ply}; legal: {shown}")
+        state.play(move)
+    return state
+
+
+def _perft(state: Any, depth: int) -> int:
+    fn = getattr(state, "perft", None)
+    return int(fn(depth)) if fn is not None else reference_perft(state, depth)
+
+
+def _divide(state: Any, depth: int) -> list[tuple[tuple[int, int], int]]:
+    fn = getattr(state, "divide", None)
+    if fn is not None:
+        return [((int(s), int(e)), int(n)) for (s, e), n in fn(depth)]
+    out = []
+    for move in state.legal_moves():
+        state.play(move)
+        out.append((move, _perft(state, depth - 1)))
+        state.undo()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# perft
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_perft(sub: Any) -> None:
+    p = sub.add_parser("perft", help="count the leaves of the legal-move tree (move generator check)")
+    _add_preset(p)
+    _add_position(p)
+    p.add_argument("--depth", type=_int_arg(1), required=True, metavar="D", help="plies (>= 1)")
+    p.add_argument("--divide", action="store_true", help="also the count below each first move at depth D")
+    _add_engine(p)
+    _add_json(p)
+    p.set_defaults(func=_cmd_perft)
+
+
+def _cmd_perft(args: argparse.Namespace) -> int:
+    state = _state_from_args(args, args.engine)
+    counts = [_perft(state, d) for d in range(1, args.depth + 1)]
+    data: dict[str, Any] = {"preset": args.preset.name, "perft": counts}
+    lines = [f"perft({d}) = {n}" for d, n in enumerate(counts, 1)]
+    if args.divide:
+        divide = _divide(state, args.depth)
+        data["divide"] = [[s, e, n] for (s, e), n in divide]
+        lines += [f"  {s}-{e}: {n}" for (s, e), n in divide]
+    _emit(args, data, "\n".join(lines))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# match
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_match(sub: Any) -> None:
+    p = sub.add_parser("match", help="play a match between two players (seed protocol)")
+    _add_preset(p)
+    p.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, mcts:model=PATH,sims=S")
+    p.add_argument("--b", required=True, metavar="SPEC", help="player B")
+    p.add_argument("--games", type=_int_arg(1), default=100, metavar="N", help="games (default 100)")
+    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="match seed (default 0)")
+    p.add_argument(
+        "--random-opening", type=_int_arg(0), default=3, metavar="K", help="random first moves per side (default 3)"
+    )
+    p.add_argument("--workers", type=_int_arg(1), default=1, metavar="W", help="processes (same result for any W)")
+    _add_engine(p)
+    _add_json(p)
+    p.set_defaults(func=_cmd_match)
+
+
+class _Progress:
+    """A progress line on stderr: rewritten in place on a terminal, every 10% otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.start = time.perf_counter()
+        self.last = 0.0
+        self.score = [0, 0, 0]  # A wins, B wins, draws
+
+    def __call__(self, done: int, total: int, record: Any) -> None:
+        self.score[0 if record.a_result > 0 else 1 if record.a_result < 0 else 2] += 1
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        step = max(1, total // 10)
+        if self.tty and (now - self.last < 0.2 and done < total):
+            return
+        if not self.tty and done % step and done < total:
+            return
+        self.last = now
+        a, b, d = self.score
+        line = f"game {done}/{total}: A {a}  B {b}  draws {d}  ({done / max(now - self.start, 1e-9):.1f} games/s)"
+        sys.stderr.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
+        if self.tty and done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _cmd_match(args: argparse.Namespace) -> int:
+    from evaluator.arena import play_match  # deferred: perft and move need none of it
+
+    rules: Rules = args.preset
+    progress = _Progress(enabled=not args.json)
+    start = time.perf_counter()
+    result = play_match(
+        rules,
+        args.a,
+        args.b,
+        games=args.games,
+        seed=args.seed,
+        random_opening=args.random_opening,
+        workers=args.workers,
+        engine=args.engine,
+        progress=progress,
+    )
+    elapsed = time.perf_counter() - start
+    data = result.to_dict()
+    data.update(engine=args.engine, workers=args.workers, elapsed_s=round(elapsed, 3))
+    _emit(args, data, _match_text(result, elapsed))
+    return 0
+
+
+def _match_text(r: Any, elapsed: float) -> str:
+    def pct(n: int) -> str:
+        return f"{100 * n / r.games:5.1f}%"
+
+    width = max(len(r.a), len(r.b))
+    return "\n".join(
+        [
+            f"{r.games} games on {r.preset}, seed {r.seed}, {r.random_opening} random opening moves a side, "
+            "sides alternating",
+            f"  A {r.a:<{width}}  wins {r.a_wins:5d} ({pct(r.a_wins)})   score {r.a_score:.3f}",
+            f"  B {r.b:<{width}}  wins {r.b_wins:5d} ({pct(r.b_wins)})",
+            f"    {'draws':<{width}}       {r.draws:5d} ({pct(r.draws)})",
+            f"  A moving first:  {r.a_first.wins} won, {r.a_first.losses} lost, {r.a_first.draws} drawn",
+            f"  A moving second: {r.a_second.wins} won, {r.a_second.losses} lost, {r.a_second.draws} drawn",
+            f"  first mover won {r.seat_wins[0]}, second mover won {r.seat_wins[1]}",
+            f"  mean plies {r.mean_plies:.1f}, mean legal moves per position {r.mean_legal_moves:.1f}",
+            f"  {elapsed:.1f} s ({r.games / max(elapsed, 1e-9):.1f} games/s)",
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# move
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_move(sub: Any) -> None:
+    p = sub.add_parser("move", help="the move a player chooses in a position")
+    _add_preset(p)
+    _add_position(p, required=True)
+    p.add_argument("--player", required=True, metavar="SPEC", help="player SPEC, e.g. greedy")
+    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the player's seed (default 0)")
+    _add_engine(p)
+    _add_json(p)
+    p.set_defaults(func=_cmd_move)
+
+
+def _cmd_move(args: argparse.Namespace) -> int:
+    player = make_player(args.player, args.preset, args.seed)  # a bad SPEC fails before any work
+    state = _state_from_args(args, args.engine)
+    if state.is_terminal():
+        raise CliError(f"the game is over in this position (result {state.result()}); there is no move to choose")
+    s, e = player.select(state)
+    _emit(args, {"move": [int(s), int(e)]}, "pass" if (s, e) == (-1, -1) else f"{s}-{e}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# bench
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_bench(sub: Any) -> None:
+    p = sub.add_parser("bench", help="benchmarks: movegen")
+    what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    what.required = True
+    m = what.add_parser("movegen", help="legal-move generation: Cython engine against the reference")
+    _add_preset(m)
+    m.add_argument("--positions", metavar="FILE", help="one position per line (default: random mid-game positions)")
+    m.add_argument("--count", type=_int_arg(1), default=256, metavar="N", help="generated positions (default 256)")
+    m.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="seed of the generated positions")
+    m.add_argument("--min-time", type=_float_arg, default=0.5, metavar="SEC", help="seconds per timing (default 0.5)")
+    _add_json(m)
+    m.set_defaults(func=_cmd_bench_movegen)
+
+
+def _read_positions(rules: Rules, path: str) -> list[Position]:
+    positions = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                positions.append(parse_position(rules, text))
+            except NotationError as exc:
+                raise CliError(f"{path} line {number}: {exc}") from None
+    if not positions:
+        raise CliError(f"{path} holds no position (one position text per line)")
+    return positions
+
+
+def _random_positions(rules: Rules, count: int, seed: int) -> list[Position]:
+    """Mid-game positions of random games (plies 20, 24, .., 60), reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    sample_plies = set(range(20, 61, 4))
+    positions: list[Position] = []
+    while len(positions) < count:
+        state = new_state(rules, engine="cython")
+        while not state.is_terminal() and state.ply <= 60 and len(positions) < count:
+            if state.ply in sample_plies:
+                positions.append(Position(tuple(state.board), state.to_move, state.ply))
+            moves = state.legal_moves()
+            state.play(moves[int(rng.integers(len(moves)))])
+    return positions
+
+
+def _rate(fn: Callable[[], object], items: int, min_time: float) -> float:
+    """Items per second of ``fn`` (which handles ``items`` items), repeated for ``min_time``."""
+    fn()  # warm-up
+    rounds = 0
+    start = time.perf_counter()
+    while True:
+        fn()
+        rounds += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return rounds * items / elapsed
+
+
+def _machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def _cmd_bench_movegen(args: argparse.Namespace) -> int:
+    rules: Rules = args.preset
+    cython_state = state_class("cython")
+    positions = (
+        _read_positions(rules, args.positions) if args.positions else _random_positions(rules, args.count, args.seed)
+    )
+    ref_states = [new_state(rules, p, "reference") for p in positions]
+    cy_states = [cython_state(rules, p.board, p.to_move, p.ply) for p in positions]
+    agree = all(list(map(tuple, c.legal_moves())) == r.legal_moves() for c, r in zip(cy_states, ref_states))
+
+    def run_all(states: Sequence[Any]) -> Callable[[], None]:
+        def fn() -> None:
+            for st in states:
+                st.legal_moves()
+
+        return fn
+
+    n = len(positions)
+    reference_rate = _rate(run_all(ref_states), n, args.min_time)
+    per_call_rate = _rate(run_all(cy_states), n, args.min_time)
+    batch_rate = _batch_rate(rules, cy_states, args.min_time)
+    cython_rate = batch_rate if batch_rate is not None else per_call_rate
+    data = {
+        "preset": rules.name,
+        "positions": n,
+        "positions_source": args.positions or f"random games, seed {args.seed}, plies 20..60",
+        "cython_positions_per_s": round(cython_rate, 1),
+        "cython_per_call_positions_per_s": round(per_call_rate, 1),
+        "cython_batch_positions_per_s": None if batch_rate is None else round(batch_rate, 1),
+        "reference_positions_per_s": round(reference_rate, 1),
+        "speedup": round(cython_rate / reference_rate, 2),
+        "per_call_speedup": round(per_call_rate / reference_rate, 2),
+        "engines_agree": agree,
+        "mean_legal_moves": round(sum(len(r.legal_moves()) for r in ref_states) / n, 3),
+        "machine": _machine(),
+    }
+    text = "\n".join(
+        [
+            f"legal-move generation on {n} {rules.name} positions ({data['positions_source']}):",
+            f"  reference         {reference_rate:12.0f} positions/s",
+            f"  cython per call   {per_call_rate:12.0f} positions/s  ({data['per_call_speedup']}x)",
+            f"  cython batch      {batch_rate:12.0f} positions/s" if batch_rate is not None else "  cython batch      n/a",
+            f"  speedup {data['speedup']}x; engines agree: {agree}; {data['machine']['cpu']}",
+        ]
+    )
+    _emit(args, data, text)
+    if not agree:
+        sys.stderr.write("hopzero bench movegen: error: the engines disagree on some position's legal moves\n")
+        return 1
+    return 0
+
+
+def _batch_rate(rules: Rules, states: Sequence[Any], min_time: float) -> float | None:
+    """Positions per second of the Cython engine's ``batch_legal_moves``, or None without one.
+
+    The buffers are allocated once, outside the timing, as a self-play actor would hold them.
+    """
+    from ccengine import _core
+
+    batch = getattr(_core, "batch_legal_moves", None)
+    if batch is None:
+        return None
+    states = list(states)
+    rows = max(int(st.max_moves) for st in states)
+    moves_out = np.zeros((len(states), rows, 2), dtype=np.int16)
+    counts_out = np.zeros(len(states), dtype=np.int32)
+    return _rate(lambda: batch(states, moves_out, counts_out), len(states), min_time)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser (exposed for tests and for documentation)."""
+    parser = _Parser(prog="hopzero", description="AlphaZero-style Chinese Checkers (see README.md)")
+    from hopzero import __version__
+
+    parser.add_argument("--version", action="version", version=f"hopzero {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for add in _COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status (0 ok, 1 failed check, 2 bad arguments)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"hopzero {args.command}" + (f" {args.what}" if getattr(args, "what", None) else "")
+    try:
+        return int(args.func(args))
+    except _user_errors() as exc:
+        sys.stderr.write(f"{prog}: error: {exc}\n")
+        return EXIT_USAGE
+    except OSError as exc:  # a file named in the arguments (positions, model) cannot be read
+        sys.stderr.write(f"{prog}: error: {exc.strerror or exc}: {exc.filename or ''}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
