@@ -1,21 +1,56 @@
-"""ccengine: the Chinese Checkers rules engine (shared/RULES.md), compiled move generator and search."""
+"""ccengine: the Chinese Checkers rules engine (shared/RULES.md), compiled move generator and search.
 
+The public facade. The compiled core (``ccengine._core``, Cython) is private: reach its state
+class through :func:`new_state` / :func:`state_class`, which also name the pure-Python
+``reference`` engine kept as the test oracle.
+"""
+
+from .encoding import ENCODINGS, Encoding, PieceTracker, canonical_ids, encoding_for, policy_size
+from .engines import ENGINES, EngineError, new_state, state_class
 from .notation import NotationError, Position, format_position, parse_move, parse_position, start_position
-from .reference import IllegalMoveError, ReferenceState
-from .rules import PASS, PRESET_NAMES, Rules, RulesError, preset
+from .players import Player, PlayerSpecError, make_player, player_kinds, register_player
+from .reference import IllegalMoveError, ReferenceState, move_path
+from .render import format_move, parse_human_move, render_board, render_position
+from .rules import PASS, PRESET_NAMES, Geometry, Rules, RulesError, preset
+from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
 __all__ = [
+    "ENCODINGS",
+    "ENGINES",
     "PASS",
     "PRESET_NAMES",
+    "Encoding",
+    "EngineError",
+    "Geometry",
     "IllegalMoveError",
     "NotationError",
+    "PieceTracker",
+    "Player",
+    "PlayerSpecError",
     "Position",
     "ReferenceState",
     "Rules",
     "RulesError",
+    "canonical_ids",
+    "encoding_for",
+    "format_move",
     "format_position",
+    "make_player",
+    "move_path",
+    "new_state",
+    "parse_human_move",
     "parse_move",
     "parse_position",
+    "player_kinds",
+    "policy_size",
     "preset",
+    "reflect_moves",
+    "reflect_planes",
+    "reflect_policy",
+    "reflect_position",
+    "register_player",
+    "render_board",
+    "render_position",
     "start_position",
+    "state_class",
 ]
