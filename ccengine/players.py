@@ -91,6 +91,14 @@ class _SeededPlayer:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
 
+    def policy(self, state: Any) -> list[tuple[Move, float]]:
+        """The probability with which this player picks each move it may pick in ``state``."""
+        raise NotImplementedError
+
+    def analyze(self, state: Any) -> tuple[float, list[tuple[Move, float]]]:
+        """``(value, policy)`` for the engine protocol: these players judge no positions (value 0)."""
+        return 0.0, self.policy(state)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.rules.name})"
 
@@ -103,6 +111,10 @@ class RandomPlayer(_SeededPlayer):
     def select(self, state: Any) -> Move:
         moves = state.legal_moves()
         return moves[int(self.rng.integers(len(moves)))]
+
+    def policy(self, state: Any) -> list[tuple[Move, float]]:
+        moves = state.legal_moves()
+        return [(m, 1.0 / len(moves)) for m in moves]
 
 
 def greedy_candidates(rules: Rules, player: int, moves: Sequence[Move]) -> list[Move]:
@@ -140,6 +152,10 @@ class GreedyPlayer(_SeededPlayer):
             return candidates[0]
         return candidates[int(self.rng.integers(len(candidates)))]
 
+    def policy(self, state: Any) -> list[tuple[Move, float]]:
+        candidates = greedy_candidates(self.rules, state.to_move, state.legal_moves())
+        return [(m, 1.0 / len(candidates)) for m in candidates]
+
 
 class StochasticGreedyPlayer(_SeededPlayer):
     """Stochastic greedy (seed 3.2): psi > 0 moves with probability proportional to psi."""
@@ -166,6 +182,15 @@ class StochasticGreedyPlayer(_SeededPlayer):
         # Integer draw in [0, total): exact proportions, no float rounding of the weights.
         u = int(self.rng.integers(total))
         return forward[bisect.bisect_right(cumulative, u)]
+
+    def policy(self, state: Any) -> list[tuple[Move, float]]:
+        moves = state.legal_moves()
+        sign = 1 if state.to_move == 0 else -1
+        psi = [sign * (self._diag[s] - self._diag[e]) if (s, e) != PASS else 0 for s, e in moves]
+        total = sum(p for p in psi if p > 0)
+        if not total:
+            return [(m, 1.0 / len(moves)) for m in moves]
+        return [(m, p / total) for m, p in zip(moves, psi) if p > 0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``match``: a match between two player SPECs under the seed's protocol (``evaluator.arena``).
 - ``move``: the move a player SPEC chooses in a position, ``{"move": [s, e]}``.
 - ``bench movegen``: legal-move generation speed of the Cython engine against the reference.
+- ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
 
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
 ``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
@@ -479,10 +480,29 @@ def _batch_rate(rules: Rules, states: Sequence[Any], min_time: float) -> float |
 
 
 # ---------------------------------------------------------------------------------------------
+# engine (CCP protocol over stdin/stdout)
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_ccp(sub: Any) -> None:
+    p = sub.add_parser("engine", help="speak the CCP engine protocol on stdin/stdout (docs/PROTOCOL.md)")
+    _add_preset(p)
+    p.add_argument("--player", default="greedy", metavar="SPEC", help="the player that thinks (default greedy)")
+    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the player's seed (default 0)")
+    p.set_defaults(func=_cmd_ccp)
+
+
+def _cmd_ccp(args: argparse.Namespace) -> int:
+    from hopzero.ccp import serve
+
+    return serve(args.preset, args.player, args.seed, sys.stdin, sys.stdout)
+
+
+# ---------------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench)
+_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_ccp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,162 @@
+"""The CCP engine protocol, driven as a subprocess the way a rating-list referee drives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccengine import move_path, new_state, preset
+from ccengine.players import make_player
+
+
+def _hopzero() -> list[str]:
+    exe = Path(sys.executable).with_name("hopzero")
+    return [str(exe)] if exe.exists() else [shutil.which("hopzero") or "hopzero"]
+
+
+class Engine:
+    """A CCP engine subprocess with line-oriented request/response helpers."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [*_hopzero(), "engine", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def until(self, prefix: str) -> list[str]:
+        """Lines read up to and including the first one starting with ``prefix``."""
+        assert self.proc.stdout is not None
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"engine closed its output waiting for {prefix!r}; got {lines}"
+            lines.append(line.rstrip("\n"))
+            if line.startswith(prefix):
+                return lines
+
+    def close(self) -> int:
+        self.send("quit")
+        return self.proc.wait(timeout=30)
+
+
+def cells_text(state) -> str:
+    return "".join({-1: ".", 0: "0", 1: "1"}[v] for v in state.board)
+
+
+@pytest.fixture
+def engine():
+    started: list[Engine] = []
+
+    def start(*args: str) -> Engine:
+        e = Engine(*args)
+        started.append(e)
+        return e
+
+    yield start
+    for e in started:
+        if e.proc.poll() is None:
+            e.proc.kill()
+        e.proc.wait()
+
+
+def test_handshake(engine):
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send("ccp")
+    lines = e.until("ccpok")
+    assert any(line.startswith("id name hopzero") for line in lines)
+    e.send("isready")
+    assert e.until("readyok")[-1] == "readyok"
+    assert e.close() == 0
+
+
+def test_a_whole_game_refereed_move_by_move(engine):
+    """The referee owns the game: it sends every position and checks every bestmove."""
+    rules = preset("cc49")
+    e = engine("--preset", "cc49", "--player", "greedy", "--seed", "3")
+    opponent = make_player("greedy-stochastic", rules, seed=7)
+    state = new_state(rules)
+    e.send("ccp")
+    e.until("ccpok")
+    e.send("newgame")
+    while not state.is_terminal():
+        if state.to_move == 0:  # the engine plays x
+            e.send(f"position cells {cells_text(state)} player {state.to_move} ply {state.ply}")
+            e.send("go nodes 50")
+            reply = e.until("bestmove")[-1].split()[1]
+            if reply == "pass":
+                move = (-1, -1)
+            else:
+                path = [int(c) for c in reply.split("-")]
+                move = (path[0], path[-1])
+                assert path == move_path(rules, state.board, move)
+            assert move in state.legal_moves(), f"engine answered an illegal move {reply}"
+        else:
+            move = opponent.select(state)
+        state.play(move)
+    assert state.result() in (-1, 0, 1)
+    assert state.ply > 10
+    assert e.close() == 0
+
+
+def test_startpos_and_hop_paths(engine):
+    rules = preset("cc49")
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send("position startpos")
+    e.send("go movetime 50")
+    best = e.until("bestmove")[-1].split()[1]
+    path = [int(c) for c in best.split("-")]
+    state = new_state(rules)
+    assert (path[0], path[-1]) in state.legal_moves()
+    assert path == move_path(rules, state.board, (path[0], path[-1]))
+
+
+def test_analyze_reports_json(engine):
+    e = engine("--preset", "cc49", "--player", "greedy-stochastic")
+    e.send("position startpos")
+    e.send("analyze topk 3")
+    line = e.until("analysis")[-1]
+    data = json.loads(line[len("analysis ") :])
+    assert set(data) == {"value", "moves"} and 1 <= len(data["moves"]) <= 3
+    assert all({"move", "policy"} <= set(m) for m in data["moves"])
+    assert sum(m["policy"] for m in data["moves"]) <= 1.0 + 1e-6
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "fly",
+        "position cells 0000 player 0 ply 0",
+        "position cells " + "." * 49 + " player 0 ply 0",
+        "position cells " + "x" * 49 + " player 0 ply 0",
+        "position cells " + "." * 37 + "000000" + "111111" + " player 2 ply 0",
+        "position startpos please",
+        "go nodes many",
+        "analyze topk 0",
+    ],
+)
+def test_bad_input_is_an_error_line_and_the_engine_goes_on(engine, command):
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send(command)
+    e.send("isready")
+    lines = e.until("readyok")
+    assert lines[0].startswith("info string error"), lines
+    e.send("position startpos")
+    e.send("go nodes 1")
+    assert e.until("bestmove")[-1].startswith("bestmove ")
+    assert e.close() == 0
