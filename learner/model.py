@@ -1,0 +1,315 @@
+"""The policy/value network: the seed paper's residual CNN and configurable variants.
+
+The ``paper`` model is the network of Liu et al. (2019) as its released Keras code builds it
+(``kenziyuliu/ChineseCheckersAgent``, ``model.py``, class ``ResidualCNN``)::
+
+    input (B, 7, 7, 7) planes-first
+    stem     3x3 conv, 64 filters, no padding (7x7 -> 5x5), bias, batch norm, ReLU
+    9 x      bottleneck: 1x1/32 BN ReLU, 3x3/32 padded BN ReLU, 1x1/64 BN, + skip, ReLU
+    policy   1x1 conv/16, BN, ReLU, flatten, dense -> 294 logits (6 pieces x 49 cells)
+    value    1x1 conv/1, BN, ReLU, flatten, dense 32 + ReLU, dense 1 + tanh
+
+All convolutions carry biases (the Keras default; the paper's text says they do not, the code
+does), weights are Xavier-uniform (Keras ``glorot_uniform``), biases zero. Trainable parameters:
+exactly 247,386, the number the paper quotes (Keras' own summary adds the 2,466 batch-norm running
+statistics, which PyTorch keeps as buffers, not parameters).
+
+Conventions (fixed for the whole project):
+
+- Input: float32 planes-first ``(B, in_planes, n, n)``; the encoding lives in
+  ``ccengine/encoding.py``, this module only takes ``in_planes`` as config.
+- Policy index ``piece_id * cells + destination``; ``policy_size = k * n * n`` (294 on cc49).
+- Value: ``(B,)`` in ``[-1, 1]`` from the perspective of the player to move.
+
+Weights travel as :func:`net_state` dicts (config as plain JSON types + ``state_dict`` tensors),
+written with ``torch.save`` and read back with ``torch.load(..., weights_only=True)`` only: a
+checkpoint is data, and unpickling arbitrary objects from a file would run code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+__all__ = [
+    "NET_FORMAT",
+    "SIZES",
+    "NetConfig",
+    "PolicyValueNet",
+    "load_net",
+    "net_state",
+    "save_net",
+]
+
+#: Tag stored in every :func:`net_state` dict; bump when the layout of the dict changes.
+NET_FORMAT = "hopzero.net/1"
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Shape of a :class:`PolicyValueNet`. Defaults are the seed paper's network on cc49.
+
+    Build variants with :func:`dataclasses.replace` or :meth:`for_rules` (which takes overrides).
+    """
+
+    in_planes: int = 7
+    """Input planes. Paper: 7 (3 past states x 2 ID matrices + side to move)."""
+    n: int = 7
+    """Board side; the input is ``n x n``. Paper: 7."""
+    policy_size: int = 294
+    """Policy logits, ``k * n * n`` (piece id x destination). Paper: 6 x 49 = 294."""
+    channels: int = 64
+    """Stem filters = trunk width (the bottlenecks' output). Paper: 64."""
+    stem_kernel: int = 3
+    """Stem convolution kernel. Paper: 3."""
+    stem_padding: int = 0
+    """Stem zero padding. Paper: 0 (``valid``: 7x7 -> 5x5). 1 keeps ``n x n`` with a 3x3 kernel."""
+    blocks: int = 9
+    """Residual bottleneck blocks. Paper: 9 (the text and the released code agree)."""
+    bottleneck: int = 32
+    """Inner width of each bottleneck (its 1x1 reduce and 3x3 convolutions). Paper: 32."""
+    block_kernel: int = 3
+    """Kernel of the bottleneck's middle convolution (odd; padded to keep the size). Paper: 3."""
+    policy_filters: int = 16
+    """Filters of the policy head's 1x1 convolution. Paper: 16."""
+    value_filters: int = 1
+    """Filters of the value head's 1x1 convolution. Paper: 1."""
+    value_hidden: int = 32
+    """Units of the value head's hidden dense layer. Paper: 32."""
+    conv_bias: bool = True
+    """Convolutions carry biases. Paper code: yes (Keras default); paper text: no."""
+    bn_eps: float = 1e-5
+    """Batch-norm epsilon. Ours: PyTorch's 1e-5; paper code: Keras' 1e-3."""
+    bn_momentum: float = 0.1
+    """Batch-norm running-statistics momentum (PyTorch sense). Ours: 0.1; paper code: Keras 0.99,
+    i.e. 0.01 in PyTorch's sense."""
+    name: str = "paper"
+    """Size name this config came from (informational; kept in checkpoints)."""
+
+    def __post_init__(self) -> None:
+        positive = ("in_planes", "n", "policy_size", "channels", "stem_kernel", "bottleneck",
+                    "block_kernel", "policy_filters", "value_filters", "value_hidden")
+        for f in positive:
+            if getattr(self, f) < 1:
+                raise ValueError(f"NetConfig.{f}={getattr(self, f)} must be at least 1")
+        if self.blocks < 0 or self.stem_padding < 0:
+            raise ValueError("NetConfig.blocks and NetConfig.stem_padding must not be negative")
+        if self.block_kernel % 2 == 0:
+            raise ValueError(f"NetConfig.block_kernel={self.block_kernel} must be odd (padded 'same')")
+        if self.trunk_size < 1:
+            raise ValueError(
+                f"stem kernel {self.stem_kernel} with padding {self.stem_padding} leaves no cells on a "
+                f"{self.n}x{self.n} board; raise stem_padding")
+
+    @property
+    def trunk_size(self) -> int:
+        """Side of the feature maps after the stem (5 for the paper model on 7x7)."""
+        return self.n + 2 * self.stem_padding - self.stem_kernel + 1
+
+    # ---- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def paper(cls) -> NetConfig:
+        """The seed paper's network on the 7x7 board with 6 pieces (247,386 parameters)."""
+        return cls()
+
+    @classmethod
+    def for_rules(cls, rules: Any, in_planes: int, size: str = "paper", **overrides: Any) -> NetConfig:
+        """The ``size`` network (see :data:`SIZES`) for a rules object or preset name.
+
+        ``n`` and ``policy_size = k * n * n`` come from the rules; ``in_planes`` from the encoding.
+        ``overrides`` replace any field afterwards (unknown names are an error).
+        """
+        if isinstance(rules, str):
+            from ccengine.rules import preset
+
+            rules = preset(rules)
+        try:
+            shape = SIZES[size]
+        except KeyError:
+            raise ValueError(f"unknown network size {size!r}; valid: {', '.join(SIZES)}") from None
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
+        base = dict(shape, in_planes=in_planes, n=rules.n, policy_size=rules.k * rules.n * rules.n, name=size)
+        base.update(overrides)
+        return cls(**base)
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as JSON-ready plain types."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NetConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
+        return cls(**data)
+
+
+#: Named network shapes; :meth:`NetConfig.for_rules` fills in the board-dependent fields.
+#:
+#: - ``paper``: the seed paper's network, exact, on any board (unpadded stem: n -> n - 2).
+#: - ``fast``: our CPU self-play default: padded stem (keeps every cell a feature column, so 4x4
+#:   boards stay 4x4), 4 bottlenecks 32/16/32, policy head 8 filters; about 3.5x fewer
+#:   multiply-adds than ``paper`` on 7x7.
+#: - ``tiny``: smoke tests and the one-process integration run: 1 block, width 16.
+SIZES: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "fast": dict(channels=32, bottleneck=16, blocks=4, stem_padding=1, policy_filters=8),
+    "tiny": dict(channels=16, bottleneck=8, blocks=1, stem_padding=1, policy_filters=4, value_hidden=16),
+}
+
+
+# ---- modules ----------------------------------------------------------------------------------
+
+
+class ConvBN(nn.Module):
+    """Convolution followed by batch norm; :meth:`fuse_` folds the norm into the convolution."""
+
+    def __init__(self, cin: int, cout: int, kernel: int, padding: int, cfg: NetConfig) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, kernel, padding=padding, bias=cfg.conv_bias)
+        self.bn: nn.Module = nn.BatchNorm2d(cout, eps=cfg.bn_eps, momentum=cfg.bn_momentum)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.bn(self.conv(x))
+
+    def fuse_(self) -> None:
+        """Fold the (eval-mode) batch norm into the convolution. Inference copies only."""
+        if isinstance(self.bn, nn.BatchNorm2d):
+            self.conv = fuse_conv_bn_eval(self.conv.eval(), self.bn.eval())
+            self.bn = nn.Identity()
+
+
+class Bottleneck(nn.Module):
+    """1x1 reduce, kxk, 1x1 expand, each with batch norm; identity skip; ReLU after the add."""
+
+    def __init__(self, cfg: NetConfig) -> None:
+        super().__init__()
+        c, b, k = cfg.channels, cfg.bottleneck, cfg.block_kernel
+        self.reduce = ConvBN(c, b, 1, 0, cfg)
+        self.mid = ConvBN(b, b, k, k // 2, cfg)
+        self.expand = ConvBN(b, c, 1, 0, cfg)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = torch.relu(self.reduce(x))
+        y = torch.relu(self.mid(y))
+        return torch.relu(x + self.expand(y))
+
+
+class PolicyValueNet(nn.Module):
+    """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``.
+
+    Logits are raw (no softmax, no masking): masking and renormalising over legal moves is
+    :class:`learner.inference.Inference`'s job, the loss takes logits.
+    """
+
+    def __init__(self, config: NetConfig | None = None) -> None:
+        super().__init__()
+        cfg = config if config is not None else NetConfig.paper()
+        self.config = cfg
+        s2 = cfg.trunk_size * cfg.trunk_size
+        self.stem = ConvBN(cfg.in_planes, cfg.channels, cfg.stem_kernel, cfg.stem_padding, cfg)
+        self.blocks = nn.Sequential(*(Bottleneck(cfg) for _ in range(cfg.blocks)))
+        self.policy_conv = ConvBN(cfg.channels, cfg.policy_filters, 1, 0, cfg)
+        self.policy_fc = nn.Linear(cfg.policy_filters * s2, cfg.policy_size)
+        self.value_conv = ConvBN(cfg.channels, cfg.value_filters, 1, 0, cfg)
+        self.value_fc1 = nn.Linear(cfg.value_filters * s2, cfg.value_hidden)
+        self.value_fc2 = nn.Linear(cfg.value_hidden, 1)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform weights and zero biases everywhere (Keras' defaults, as the paper)."""
+        for m in self.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.BatchNorm2d):
+                m.reset_parameters()
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        x = torch.relu(self.stem(x))
+        x = self.blocks(x)
+        p = torch.relu(self.policy_conv(x))
+        p = self.policy_fc(torch.flatten(p, 1))
+        v = torch.relu(self.value_conv(x))
+        v = torch.relu(self.value_fc1(torch.flatten(v, 1)))
+        v = torch.tanh(self.value_fc2(v)).squeeze(-1)
+        return p, v
+
+    def num_parameters(self) -> int:
+        """Trainable parameters (batch-norm running statistics are buffers and not counted)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def fuse_(self) -> PolicyValueNet:
+        """Fold every batch norm into its convolution, in place; eval mode only, and the result
+        can no longer be trained or load an unfused ``state_dict``. Returns ``self``."""
+        self.eval()
+        for m in self.modules():
+            if isinstance(m, ConvBN):
+                m.fuse_()
+        return self
+
+
+# ---- checkpoints ------------------------------------------------------------------------------
+
+
+def net_state(model: PolicyValueNet) -> dict[str, Any]:
+    """``{"format", "config", "state_dict"}``: plain types and CPU tensors only, so that
+    ``torch.load(..., weights_only=True)`` reads it back."""
+    return {
+        "format": NET_FORMAT,
+        "config": model.config.to_dict(),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+
+
+def save_net(model: PolicyValueNet, path: str | os.PathLike[str]) -> None:
+    """Write :func:`net_state` to ``path`` atomically (temporary file, then rename)."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    torch.save(net_state(model), tmp)
+    os.replace(tmp, path)
+
+
+def load_net(
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    config: NetConfig | None = None,
+    map_location: str | torch.device = "cpu",
+) -> PolicyValueNet:
+    """A :class:`PolicyValueNet` from a :func:`net_state` dict or a file holding one.
+
+    Files are read with ``torch.load(weights_only=True)`` (no arbitrary unpickling). ``source``
+    may also be a bare ``state_dict`` or a dict whose ``"model"``/``"state_dict"`` entry is one,
+    in which case ``config`` must be given (or the dict must carry ``"config"``).
+    """
+    if isinstance(source, (str, os.PathLike)):
+        obj = torch.load(os.fspath(source), map_location=map_location, weights_only=True)
+    else:
+        obj = source
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"expected a dict of weights, got {type(obj).__name__}")
+    fmt = obj.get("format")
+    if fmt is not None and fmt != NET_FORMAT:
+        raise ValueError(f"unsupported network format {fmt!r}; this code reads {NET_FORMAT!r}")
+    state = obj.get("state_dict", obj.get("model", obj))
+    if config is None:
+        if "config" not in obj:
+            raise ValueError("a bare state_dict needs config=NetConfig(...)")
+        cfg = obj["config"]
+        config = cfg if isinstance(cfg, NetConfig) else NetConfig.from_dict(cfg)
+    model = PolicyValueNet(config)
+    model.load_state_dict(state)
+    return model
