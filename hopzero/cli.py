@@ -6,6 +6,7 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``match``: a match between two player SPECs under the seed's protocol (``evaluator.arena``).
 - ``move``: the move a player SPEC chooses in a position, ``{"move": [s, e]}``.
 - ``bench movegen``: legal-move generation speed of the Cython engine against the reference.
+- ``play``: a person against a player in the terminal (``hopzero.play``).
 - ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
 
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
@@ -480,6 +481,37 @@ def _batch_rate(rules: Rules, states: Sequence[Any], min_time: float) -> float |
 
 
 # ---------------------------------------------------------------------------------------------
+# play (a person against a player, in the terminal)
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_play(sub: Any) -> None:
+    p = sub.add_parser("play", help="play against a player in the terminal")
+    _add_preset(p)
+    p.add_argument("--player", default="greedy", metavar="SPEC", help="your opponent (default greedy)")
+    p.add_argument("--side", choices=("x", "o"), default="x", help="x moves first from the bottom (default x)")
+    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the opponent's seed (default 0)")
+    p.add_argument("--color", action="store_true", help="colour the board (default: only on a terminal)")
+    p.set_defaults(func=_cmd_play)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from ccengine.render import use_color
+    from hopzero.play import play_terminal
+
+    make_player(args.player, args.preset, args.seed)  # a bad SPEC fails before the board is drawn
+    play_terminal(
+        args.preset,
+        args.player,
+        human_side="xo".index(args.side),
+        seed=args.seed,
+        out=sys.stdout,
+        color=args.color or use_color(sys.stdout),
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # engine (CCP protocol over stdin/stdout)
 # ---------------------------------------------------------------------------------------------
 
@@ -502,7 +534,7 @@ def _cmd_ccp(args: argparse.Namespace) -> int:
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_ccp)
+_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_play, _add_ccp)
 
 
 def build_parser() -> argparse.ArgumentParser:

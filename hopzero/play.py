@@ -1,0 +1,120 @@
+"""``hopzero play``: a person plays against any player in the terminal.
+
+The board is drawn as the real diamond with cell names; the person types moves in the human
+notation (``12.1-10.1``) or as cell indices (``41-27``); anything else is answered with the
+reason and a new prompt. After each of its moves the computer shows its thinking when it has
+any (a search player: its top moves with visit share and its estimated win chance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ccengine import PASS, NotationError, Rules, format_move, new_state, parse_human_move, render_board
+from ccengine.render import cell_name
+from ccengine.players import Player, SeedLike, make_player
+
+__all__ = ["play_terminal"]
+
+Move = tuple[int, int]
+_HELP = "type a move as 'R.P-R.P' (diamond row.position) or 's-e' (cell indices); 'moves' lists them; 'quit' ends"
+
+
+def _describe_result(result: int, human: int) -> str:
+    if result == 0:
+        return "The game is a draw."
+    return "You win!" if (result == 1) == (human == 0) else "The computer wins."
+
+
+def _thinking(rules: Rules, player: Player, state: Any, top: int = 5) -> str | None:
+    """The player's view of the position, or None when it has none to show."""
+    analyze = getattr(player, "analyze", None)
+    if analyze is None:
+        return None
+    value, policy = analyze(state)
+    best = sorted(policy, key=lambda mp: -mp[1])[:top]
+    shown = ", ".join(f"{format_move(rules, m)} {p:.0%}" for m, p in best)
+    if not getattr(player, "judges_positions", False):  # heuristic players: no value estimate
+        return f"thinking: top moves {shown}"
+    return f"thinking: win chance {(value + 1) / 2:.0%}; top moves (visit share): {shown}"
+
+
+def play_terminal(
+    rules: Rules,
+    player_spec: str,
+    *,
+    human_side: int = 0,
+    seed: SeedLike = None,
+    read: Callable[[str], str] = input,
+    out: TextIO,
+    color: bool = False,
+) -> int:
+    """Play one game, the person as ``human_side``; returns the result (+1/0/-1 for player 0)."""
+    computer = make_player(player_spec, rules, seed)
+    state = new_state(rules)
+    last: Move | None = None
+    names = {human_side: "you", 1 - human_side: f"computer ({player_spec})"}
+    out.write(f"hopzero play: {rules.name}; you play {'xo'[human_side]} ({'bottom' if human_side == 0 else 'top'}). {_HELP}\n")
+    while not state.is_terminal():
+        out.write("\n" + render_board(rules, state.board, last_move=last, labels=True, color=color) + "\n")
+        out.write(f"ply {state.ply}, {names[state.to_move]} to move ({'xo'[state.to_move]})\n")
+        if state.to_move == human_side:
+            move = _ask_move(rules, state, read, out)
+            if move is None:
+                out.write("You resign.\n")
+                return 1 if human_side == 1 else -1
+        else:
+            thoughts = _thinking(rules, computer, state)
+            move = computer.select(state)
+            out.write(f"computer plays {format_move(rules, move)} ({format_move(rules, move, style='index')})\n")
+            if thoughts:
+                out.write(thoughts + "\n")
+        state.play(move)
+        last = None if move == PASS else move
+    out.write("\n" + render_board(rules, state.board, last_move=last, labels=True, color=color) + "\n")
+    out.write(_describe_result(state.result(), human_side) + "\n")
+    return int(state.result())
+
+
+def _ask_move(rules: Rules, state: Any, read: Callable[[str], str], out: TextIO) -> Move | None:
+    """Prompt until the person types a legal move; None when they quit."""
+    legal = state.legal_moves()
+    if legal == [PASS]:
+        out.write("you have no legal move and pass\n")
+        return PASS
+    while True:
+        try:
+            text = read("your move> ").strip()
+        except EOFError:
+            return None
+        if text in ("quit", "resign", "q"):
+            return None
+        if text in ("help", "?", ""):
+            out.write(_HELP + "\n")
+            continue
+        if text == "moves":
+            out.write(", ".join(format_move(rules, m) for m in legal) + "\n")
+            continue
+        try:
+            move = parse_human_move(rules, text)
+        except NotationError as exc:
+            out.write(f"not a move: {exc}\n")
+            continue
+        if move not in legal:
+            out.write(f"illegal: {_why_illegal(rules, state, move)}; 'moves' lists the legal ones\n")
+            continue
+        return move
+
+
+def _why_illegal(rules: Rules, state: Any, move: Move) -> str:
+    s, e = move
+    if move == PASS:
+        return "you may pass only when you have no move"
+    if state.board[s] == -1:
+        return f"there is no piece on {cell_name(rules, s)}"
+    if state.board[s] != state.to_move:
+        return "that piece is not yours"
+    if state.board[e] != -1:
+        return "the destination is occupied"
+    return "the piece cannot reach that cell by a step or a chain of hops"
