@@ -1,0 +1,283 @@
+"""Gating: the exact 55% rule, complete pairs only, min_games, and the GSPRT."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluator.gating import Gate, GateConfig, gate_results, gsprt_llr
+
+
+def results(wins: int, draws: int, losses: int) -> list[int]:
+    return [1] * wins + [0] * draws + [-1] * losses
+
+
+# ---------------------------------------------------------------------------------------------
+# The fixed rule: exactly 55% promotes
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wins", "draws", "losses", "decision"),
+    [
+        (11, 0, 9, "promote"),  # 11/20 = 55% exactly
+        (10, 2, 8, "promote"),  # (10 + 2/2) / 20 = 55% exactly, draws as halves
+        (10, 1, 9, "reject"),  # 52.5%
+        (9, 4, 7, "promote"),  # 55%
+        (9, 3, 8, "reject"),  # 52.5%
+    ],
+)
+def test_exactly_55_percent_promotes(wins, draws, losses, decision):
+    r = gate_results(results(wins, draws, losses), GateConfig(games=20))
+    assert r.games == 20
+    assert r.decision == decision
+    assert (r.wins, r.draws, r.losses) == (wins, draws, losses)
+
+
+def test_just_below_55_percent_rejects():
+    cfg = GateConfig(games=2000)
+    assert gate_results(results(1100, 0, 900), cfg).decision == "promote"  # 55%
+    below = gate_results(results(1099, 1, 900), cfg)  # 54.975%
+    assert below.decision == "reject"
+    assert below.score == pytest.approx(0.54975)
+
+
+def test_threshold_is_the_decimal_not_the_binary_double():
+    # Fraction(0.55) is slightly above 11/20; the gate must use 11/20.
+    assert Fraction(0.55) > Fraction(11, 20)
+    assert GateConfig(threshold=0.55).threshold_exact == Fraction(11, 20)
+    assert GateConfig(threshold="0.55").threshold_exact == Fraction(11, 20)
+    assert GateConfig(threshold=Fraction(11, 20)).threshold_exact == Fraction(11, 20)
+    gate = Gate(GateConfig(games=20))
+    gate.feed(results(10, 2, 8))
+    assert gate.score == Fraction(11, 20)
+
+
+def test_paper_gate_counts_wins_only():
+    # Liu et al. 2019: 24 games, promote when the new model wins at least 14.
+    paper = GateConfig(games=24, threshold=Fraction(14, 24), draws="loss")
+    assert gate_results(results(14, 0, 10), paper).decision == "promote"
+    assert gate_results(results(13, 2, 9), paper).decision == "reject"
+    # The 55% gate with draws as halves on the same 24 games: 14/24 and 13.5/24 pass, 13/24 not.
+    assert gate_results(results(13, 2, 9), GateConfig(games=24)).decision == "promote"
+    assert gate_results(results(13, 1, 10), GateConfig(games=24)).decision == "promote"
+    assert gate_results(results(13, 0, 11), GateConfig(games=24)).decision == "reject"
+
+
+def test_draw_rules():
+    res = results(6, 8, 6)  # 50% with halves, 30% counting wins, 50% over decisive games
+    assert gate_results(res, GateConfig(games=20)).score == pytest.approx(0.5)
+    assert gate_results(res, GateConfig(games=20, draws="loss")).score == pytest.approx(0.3)
+    assert gate_results(results(6, 9, 5), GateConfig(games=20, draws="ignore")).score == pytest.approx(6 / 11)
+    assert gate_results(results(0, 20, 0), GateConfig(games=20, draws="ignore")).decision == "reject"
+
+
+def test_no_sprt_means_all_games():
+    gate = Gate(GateConfig(games=20))
+    for pair in range(9):
+        assert gate.record_pair(pair, 1, 1).decision == "continue"
+    assert gate.record_pair(9, 1, 1).decision == "promote"
+    assert gate.llr is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Complete pairs only
+# ---------------------------------------------------------------------------------------------
+
+
+def test_half_pairs_never_count():
+    gate = Gate(GateConfig(games=20, sprt=True, min_games=2))
+    for pair in range(10):  # the first game of every pair finishes: all wins
+        r = gate.record(pair, 0, 1)
+        assert r.games == 0 and r.decision == "continue"
+    assert gate.pending_games == 10
+    assert gate.score == 0
+
+
+def test_short_games_finishing_first_cannot_decide():
+    """The candidate wins every short game and loses every long one (leela-zero #764/#78).
+
+    Short games arrive first; a per-game counter with SPRT would promote on them. The gate
+    counts nothing until pairs complete, and ends at 50%: rejected.
+    """
+    cfg = GateConfig(games=40, min_games=4, sprt=True, elo0=-100, elo1=100)
+    gate = Gate(cfg)
+    # In each pair the game with the candidate in one seat is short (a quick win), the other long.
+    short = [(p, p % 2) for p in range(20)]
+    long = [(p, 1 - p % 2) for p in range(20)]
+    for pair, game in short:
+        assert gate.record(pair, game, +1).decision == "continue"
+    assert gate.counted_games == 0
+    final = None
+    for pair, game in long:
+        final = gate.record(pair, game, -1)
+    assert final is not None
+    assert final.score == pytest.approx(0.5)
+    assert final.decision == "reject"
+
+
+def test_in_order_waits_for_the_earliest_pair():
+    gate = Gate(GateConfig(games=20))
+    gate.record_pair(1, 1, 1)
+    gate.record_pair(2, 1, 1)
+    assert gate.counted_games == 0 and gate.pending_games == 4  # pair 0 is still running
+    gate.record(0, 1, -1)
+    assert gate.counted_games == 0
+    gate.record(0, 0, -1)
+    assert gate.counted_games == 6
+
+
+def test_out_of_order_counts_complete_pairs_as_they_come():
+    gate = Gate(GateConfig(games=20, in_order=False))
+    gate.record_pair(3, 1, 0)
+    gate.record(5, 0, 1)
+    assert gate.counted_games == 2 and gate.pending_games == 1
+    assert gate.score == Fraction(3, 4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    outcomes=st.lists(st.sampled_from([-1, 0, 1]), min_size=24, max_size=24),
+    order=st.permutations(range(24)),
+    sprt=st.booleans(),
+)
+def test_arrival_order_never_changes_the_result(outcomes, order, sprt):
+    cfg = GateConfig(games=24, min_games=8, sprt=sprt, elo0=-150, elo1=150, alpha=0.1, beta=0.1)
+    expected = gate_results(outcomes, cfg)
+    gate = Gate(cfg)
+    for index in order:
+        gate.record(index // 2, index % 2, outcomes[index])
+    got = gate.result()
+    assert (got.decision, got.wins, got.draws, got.losses, got.games) == (
+        expected.decision,
+        expected.wins,
+        expected.draws,
+        expected.losses,
+        expected.games,
+    )
+
+
+def test_decision_is_final():
+    gate = Gate(GateConfig(games=20, sprt=True, min_games=10, elo0=-200, elo1=200))
+    for pair in range(5):
+        gate.record_pair(pair, 1, 1)
+    assert gate.decision == "promote"
+    frozen = gate.result()
+    for pair in range(5, 10):
+        gate.record_pair(pair, -1, -1)
+    assert gate.decision == "promote"
+    assert gate.result().games == frozen.games
+
+
+def test_bad_input_is_refused():
+    gate = Gate(GateConfig(games=4, min_games=0))
+    with pytest.raises(ValueError, match="outside"):
+        gate.record(2, 0, 1)
+    with pytest.raises(ValueError, match="0 or 1"):
+        gate.record(0, 2, 1)
+    with pytest.raises(ValueError, match=r"\+1, 0 or -1"):
+        gate.record(0, 0, 2)
+    gate.record(0, 0, 1)
+    with pytest.raises(ValueError, match="already recorded"):
+        gate.record(0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"games": 21},
+        {"games": 0},
+        {"games": 20, "min_games": 22},
+        {"games": 20, "min_games": 3},
+        {"threshold": 1.0},
+        {"threshold": 0},
+        {"alpha": 0.0},
+        {"alpha": 0.6, "beta": 0.5},
+        {"elo0": 10, "elo1": 10},
+        {"draws": "win"},
+        {"sprt_model": "binomial"},
+    ],
+)
+def test_bad_config_is_refused(kwargs):
+    with pytest.raises(ValueError):
+        GateConfig(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# SPRT
+# ---------------------------------------------------------------------------------------------
+
+
+def test_default_hypotheses_bracket_the_threshold():
+    cfg = GateConfig()
+    assert cfg.threshold_elo == pytest.approx(34.86, abs=0.01)
+    assert cfg.p0 == pytest.approx(0.50, abs=0.001)
+    assert cfg.p1 == pytest.approx(0.60, abs=0.001)
+    assert cfg.upper_bound == pytest.approx(math.log(19))
+    assert cfg.lower_bound == pytest.approx(-math.log(19))
+
+
+def test_llr_matches_the_normal_approximation_on_many_games():
+    # fishtest's LLR_alt2: N (s1 - s0) (2 mean - s0 - s1) / (2 var) agrees for large N.
+    counts = [3000, 2000, 5000]
+    mean, var = 0.6, 0.3 * 0.36 + 0.2 * 0.01 + 0.5 * 0.16
+    s0, s1 = 0.58, 0.59  # the approximation holds for s0, s1 near the observed mean
+    approx = sum(counts) * (s1 - s0) * (2 * mean - s0 - s1) / (2 * var)
+    assert gsprt_llr(counts, s0, s1) == pytest.approx(approx, rel=0.02)
+
+
+def test_llr_of_a_clean_sweep_is_finite_and_binomial():
+    # All wins: the constrained MLE puts mass s on a win, so each game adds log(s1 / s0).
+    assert gsprt_llr([0, 0, 20], 0.5, 0.6) == pytest.approx(20 * math.log(1.2), rel=1e-3)
+    assert gsprt_llr([0, 0, 0], 0.5, 0.6) == 0.0
+    assert gsprt_llr([10, 0, 0], 0.5, 0.6) < 0
+
+
+def test_min_games_is_respected():
+    cfg = GateConfig(games=200, min_games=40, sprt=True, elo0=-100, elo1=100)
+    gate = Gate(cfg)
+    for pair in range(19):
+        r = gate.record_pair(pair, 1, 1)
+        assert r.decision == "continue"
+    assert gate.llr is not None and gate.llr > cfg.upper_bound  # clear long before min_games
+    r = gate.record_pair(19, 1, 1)
+    assert r.games == 40 and r.decision == "promote"
+
+
+def simulate(cfg: GateConfig, p_win: float, p_draw: float, rng: np.random.Generator) -> Gate:
+    """Play a match of independent games with the given outcome chances until the gate stops."""
+    gate = Gate(cfg)
+    p = [p_win, p_draw, 1.0 - p_win - p_draw]
+    for pair in range(cfg.pairs):
+        first, second = (int(x) for x in rng.choice([1, 0, -1], size=2, p=p))
+        if gate.record_pair(pair, first, second).decision != "continue":
+            break
+    return gate
+
+
+@pytest.mark.parametrize("model", ["pentanomial", "trinomial"])
+def test_sprt_stops_early_on_a_clear_candidate(model):
+    rng = np.random.default_rng(7)
+    cfg = GateConfig(games=400, min_games=20, sprt=True, sprt_model=model)
+    strong = simulate(cfg, 0.75, 0.1, rng)  # score 0.80
+    weak = simulate(cfg, 0.25, 0.1, rng)  # score 0.30
+    assert strong.decision == "promote" and strong.counted_games < 120
+    assert weak.decision == "reject" and weak.counted_games < 120
+    assert "SPRT" in strong.result().reason and "SPRT" in weak.result().reason
+
+
+def test_sprt_error_rates_are_roughly_right():
+    """At H0 (score p0) few promote, at H1 (score p1) few are rejected: about alpha and beta."""
+    rng = np.random.default_rng(2024)
+    cfg = GateConfig(games=2000, min_games=0, sprt=True, alpha=0.1, beta=0.1, elo0=-70, elo1=70)
+    draw = 0.2
+    trials = 150
+    wrong_at_h0 = sum(simulate(cfg, cfg.p0 - draw / 2, draw, rng).decision == "promote" for _ in range(trials))
+    wrong_at_h1 = sum(simulate(cfg, cfg.p1 - draw / 2, draw, rng).decision == "reject" for _ in range(trials))
+    # Wald's bounds keep each error at or below its target (overshoot makes it smaller); the
+    # slack covers the binomial noise of 150 trials (sd about 0.025).
+    assert wrong_at_h0 / trials <= 0.1 + 0.07
+    assert wrong_at_h1 / trials <= 0.1 + 0.07
