@@ -1,0 +1,1314 @@
+# cython: language_level=3
+"""Batched PUCT tree search over flat C arrays (private; use :mod:`ccengine.search`).
+
+One :class:`SearchForest` holds one search tree per game for G games. The search knows nothing
+about networks: each round, :meth:`SearchForest.select` descends every active tree to a leaf
+and writes the leaves into caller-owned numpy buffers, the caller evaluates them in one batch,
+and :meth:`SearchForest.expand_and_backup` takes the priors and values back. Terminal leaves
+never leave the forest: they are backed up with their exact value inside ``select``.
+
+Memory layout (per tree, no Python object per node):
+
+- ``edges``: one growable array of :c:type:`Edge`. The edges of a node are contiguous
+  (``first_edge .. first_edge + num_edges``) and carry the search statistics (N, W, virtual
+  loss, prior P), the move and its policy index. An edge's child node exists only once the
+  edge has been selected (``child == -1`` before), so a node costs nothing until it is visited.
+- ``nodes``: one growable array of :c:type:`Node`, one per visited position: the engine state by
+  value (a 64-byte POD), the piece-ID list, the range of its edges and the link to its parent.
+  Node 0 is always the root (tree reuse compacts the kept subtree so that this stays true).
+- The root has no incoming edge; its own N, W and virtual loss live in the tree.
+
+Values: an edge's W is the sum of the backed-up values from the point of view of the player who
+makes that move (the player to move at the edge's parent), so selection at a node maximises its
+own mover's Q. A leaf value is from the point of view of the player to move at the leaf, and is
+flipped on the way up for every edge whose mover differs from that player.
+"""
+
+cimport cython
+from libc.math cimport cos, isfinite, log, pow, sqrt, tanh
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+
+from ccengine._core cimport (
+    MAX_CELLS,
+    MAX_PIECES,
+    RESULT_NONE,
+    CState,
+    RulesTables,
+    State,
+    Tables,
+    apply_move,
+    cell_owner,
+    forward_distance,
+    generate_moves,
+)
+
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+__all__ = [
+    "MAX_HISTORY",
+    "PASS_ACTION",
+    "STATE_BYTES",
+    "RolloutEvaluator",
+    "SearchForest",
+    "canonical_pieces",
+]
+
+#: Policy index handed out for the pass move (it has no slot in the ``k * cells`` policy).
+PASS_ACTION = -1
+#: Most piece lists of history a leaf can report.
+MAX_HISTORY = 16
+#: Size in bytes of one engine state in the optional ``states`` output of ``select``.
+STATE_BYTES = sizeof(CState)
+
+cdef enum:
+    _MAX_HISTORY = 16
+    _PASS_ACTION = -1
+    # Node status. A node is created by the descent that first selects its edge and is at once
+    # either TERMINAL or given its edges (PENDING); only a brand-new root is ever FRESH.
+    ST_FRESH = 0       # state and pieces set, no edges yet
+    ST_PENDING = 1     # edges generated, in the current batch, waiting for priors and value
+    ST_EXPANDED = 2    # priors set: selection may descend through it
+    ST_TERMINAL = 3    # game over here; `value` is exact
+    # select_one outcomes
+    SEL_LEAF = 1
+    SEL_TERMINAL = 0
+    SEL_COLLISION = -1
+    SEL_NOMEM = -2
+    # parent_visits modes
+    PV_NODE = 0
+    PV_CHILDREN_SUM = 1
+    # first-play value modes
+    FPU_PARENT = 0
+    FPU_VALUE = 1
+
+
+cdef struct Edge:
+    float P            # prior (after root noise, if any)
+    float W            # sum of backed-up values, mover's point of view (completed visits only)
+    int32_t N          # completed visits
+    int32_t child      # node index, -1 until the edge is first selected
+    int16_t vloss      # visits in flight through this edge (virtual loss)
+    int16_t action     # policy index piece_id * cells + e; PASS_ACTION for a pass
+    int8_t s           # move from (-1 for a pass)
+    int8_t e           # move to (-1 for a pass)
+
+
+cdef struct Node:
+    CState state
+    int32_t first_edge     # -1 until the edges are generated
+    int32_t parent         # -1 at the root
+    int32_t parent_edge    # the edge leading here, -1 at the root
+    int16_t num_edges
+    int8_t status          # ST_*
+    int8_t pad
+    float value            # ST_TERMINAL: exact result from the view of state.to_move
+    int8_t pieces[2][MAX_PIECES]   # pieces[p][j]: cell of player p's piece with ID j
+
+
+cdef struct Tree:
+    Node* nodes
+    Edge* edges
+    int32_t n_nodes
+    int32_t cap_nodes
+    int32_t n_edges
+    int32_t cap_edges
+    int32_t root_N         # completed simulations through the root
+    double root_W          # their values, from the root mover's point of view
+    int32_t root_vloss
+    int32_t remaining      # simulations still to start in the current search
+    int32_t active         # 1 while the root is a position to search (not game over, set)
+    int32_t noise_pending  # mix Dirichlet noise into the root priors when it gets expanded
+    int32_t noised         # the root's priors already carry noise
+    uint64_t rng
+    int8_t* history        # [H][2][MAX_PIECES]: the root (h = 0) and the game's earlier states
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers: splitmix64, one independent stream per tree, so a game's search does not
+# depend on which other games share its batch.
+# ---------------------------------------------------------------------------------------------
+
+
+cdef inline uint64_t _next(uint64_t* s) noexcept nogil:
+    s[0] += 0x9E3779B97F4A7C15ULL
+    cdef uint64_t z = s[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline double _uniform(uint64_t* s) noexcept nogil:
+    """Uniform in (0, 1)."""
+    return ((_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+cdef inline int _below(uint64_t* s, int n) noexcept nogil:
+    """Uniform integer in [0, n)."""
+    return <int>(<double>(_next(s) >> 11) * (1.0 / 9007199254740992.0) * n)
+
+
+cdef double _normal(uint64_t* s) noexcept nogil:
+    """Standard normal (Box-Muller, one of the pair)."""
+    return sqrt(-2.0 * log(_uniform(s))) * cos(6.283185307179586 * _uniform(s))
+
+
+cdef double _gamma(uint64_t* s, double a) noexcept nogil:
+    """Gamma(a, 1) by Marsaglia and Tsang; a < 1 through the boost Gamma(a + 1) * U^(1/a)."""
+    cdef double d, c, x, v, u
+    if a < 1.0:
+        return _gamma(s, a + 1.0) * pow(_uniform(s), 1.0 / a)
+    d = a - 1.0 / 3.0
+    c = 1.0 / sqrt(9.0 * d)
+    while True:
+        x = _normal(s)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = _uniform(s)
+        if u < 1.0 - 0.0331 * x * x * x * x:
+            return d * v
+        if log(u) < 0.5 * x * x + d * (1.0 - v + log(v)):
+            return d * v
+
+
+cdef inline uint64_t _mix_seed(uint64_t a, uint64_t b) noexcept nogil:
+    cdef uint64_t s = a ^ (b * 0xD6E8FEB86659FD93ULL)
+    _next(&s)
+    return _next(&s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Piece lists
+# ---------------------------------------------------------------------------------------------
+
+
+cdef inline void _move_piece(int8_t[2][MAX_PIECES] pieces, int player, int k, int s, int e) noexcept nogil:
+    """The piece of `player` on `s` now stands on `e` (a pass changes nothing)."""
+    cdef int j
+    if s < 0:
+        return
+    for j in range(k):
+        if pieces[player][j] == s:
+            pieces[player][j] = <int8_t>e
+            return
+
+
+cdef inline int _piece_id(int8_t[2][MAX_PIECES] pieces, int player, int k, int cell) noexcept nogil:
+    cdef int j
+    for j in range(k):
+        if pieces[player][j] == cell:
+            return j
+    return -1
+
+
+cdef void _canonical(const Tables* t, const CState* s, int8_t[2][MAX_PIECES] out) noexcept nogil:
+    """Canonical piece IDs of a position without history (docs/RULES.md "Piece identities").
+
+    Player 0: ``r - c`` descending, then ``c`` ascending. Player 1: ``c - r`` descending, then
+    ``c`` descending. Cells scanned in a key order, so the IDs come out sorted.
+    """
+    cdef int n = t.n, p, d, c, r, cell, j
+    for p in range(2):
+        j = 0
+        for d in range(n - 1, -n, -1):        # d = r - c for player 0, c - r for player 1
+            if p == 0:
+                for c in range(n):            # c ascending
+                    r = d + c
+                    if 0 <= r < n:
+                        cell = r * n + c
+                        if cell_owner(s, cell) == 0 and j < MAX_PIECES:
+                            out[0][j] = <int8_t>cell
+                            j += 1
+            else:
+                for c in range(n - 1, -1, -1):  # c descending
+                    r = c - d
+                    if 0 <= r < n:
+                        cell = r * n + c
+                        if cell_owner(s, cell) == 1 and j < MAX_PIECES:
+                            out[1][j] = <int8_t>cell
+                            j += 1
+        while j < MAX_PIECES:
+            out[p][j] = -1
+            j += 1
+
+
+def canonical_pieces(State state not None):
+    """Canonical piece-ID list of ``state``'s position: int8 ``[2, k]``, cell of piece j of player p."""
+    cdef int8_t buf[2][MAX_PIECES]
+    cdef int k = state.tables.t.k, p, j
+    _canonical(&state.tables.t, &state.s, buf)
+    out = np.empty((2, k), dtype=np.int8)
+    cdef int8_t[:, ::1] o = out
+    for p in range(2):
+        for j in range(k):
+            o[p, j] = buf[p][j]
+    return out
+
+
+cdef inline float _exact_value(const CState* s) noexcept nogil:
+    """Result of a finished game from the view of the player to move there."""
+    return <float>(s.result if s.to_move == 0 else -s.result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree storage
+# ---------------------------------------------------------------------------------------------
+
+
+cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history) noexcept nogil:
+    memset(tr, 0, sizeof(Tree))
+    tr.nodes = <Node*>malloc(cap_nodes * sizeof(Node))
+    tr.edges = <Edge*>malloc(cap_edges * sizeof(Edge))
+    tr.history = <int8_t*>malloc(history * 2 * MAX_PIECES)
+    if tr.nodes == NULL or tr.edges == NULL or tr.history == NULL:
+        return -1
+    tr.cap_nodes = cap_nodes
+    tr.cap_edges = cap_edges
+    memset(tr.history, -1, history * 2 * MAX_PIECES)
+    return 0
+
+
+cdef void _tree_free(Tree* tr) noexcept nogil:
+    free(tr.nodes)
+    free(tr.edges)
+    free(tr.history)
+    tr.nodes = NULL
+    tr.edges = NULL
+    tr.history = NULL
+
+
+cdef int _reserve_nodes(Tree* tr, int extra) noexcept nogil:
+    """Room for `extra` more nodes. Invalidates Node pointers; callers hold indices."""
+    cdef int cap = tr.cap_nodes
+    cdef Node* p
+    if tr.n_nodes + extra <= cap:
+        return 0
+    while cap < tr.n_nodes + extra:
+        cap *= 2
+    p = <Node*>realloc(tr.nodes, cap * sizeof(Node))
+    if p == NULL:
+        return -1
+    tr.nodes = p
+    tr.cap_nodes = cap
+    return 0
+
+
+cdef int _reserve_edges(Tree* tr, int extra) noexcept nogil:
+    """Room for `extra` more edges. Invalidates Edge pointers; callers hold indices."""
+    cdef int cap = tr.cap_edges
+    cdef Edge* p
+    if tr.n_edges + extra <= cap:
+        return 0
+    while cap < tr.n_edges + extra:
+        cap *= 2
+    p = <Edge*>realloc(tr.edges, cap * sizeof(Edge))
+    if p == NULL:
+        return -1
+    tr.edges = p
+    tr.cap_edges = cap
+    return 0
+
+
+cdef void _tree_set_root(Tree* tr, const CState* s, int8_t[2][MAX_PIECES] pieces) noexcept nogil:
+    """Discard everything and make `s` the (fresh) root; the arrays keep their capacity."""
+    cdef Node* root = &tr.nodes[0]
+    memset(root, 0, sizeof(Node))
+    root.state = s[0]
+    memcpy(root.pieces, pieces, sizeof(root.pieces))
+    root.first_edge = -1
+    root.parent = -1
+    root.parent_edge = -1
+    root.num_edges = 0
+    if s.result != RESULT_NONE:
+        root.status = ST_TERMINAL
+        root.value = _exact_value(s)
+    else:
+        root.status = ST_FRESH
+    tr.n_nodes = 1
+    tr.n_edges = 0
+    tr.root_N = 0
+    tr.root_W = 0.0
+    tr.root_vloss = 0
+    tr.remaining = 0
+    tr.noise_pending = 0
+    tr.noised = 0
+    tr.active = 1 if s.result == RESULT_NONE else 0
+
+
+cdef inline void _push_history(Tree* tr, int history, int8_t[2][MAX_PIECES] pieces) noexcept nogil:
+    """The root moved one ply on: shift the game history and put the new root first."""
+    cdef int block = 2 * MAX_PIECES
+    if history > 1:
+        memcpy(tr.history + block, tr.history, (history - 1) * block)
+    memcpy(tr.history, pieces, block)
+
+
+# ---------------------------------------------------------------------------------------------
+# The forest
+# ---------------------------------------------------------------------------------------------
+
+
+cdef class SearchForest:
+    """G independent PUCT search trees advanced in lock-step, one batch of leaves per round.
+
+    Parameters (keyword-only after ``num_games``):
+
+    - ``tables``: the game's ``RulesTables`` (every root must be a ``State`` of the same rules).
+    - ``num_games``: G, the number of trees.
+    - ``history``: H, piece lists reported per leaf (1..16): the leaf, its parent, ... and
+      beyond the root the game's own history given to :meth:`set_root`.
+    - ``c_puct``: exploration constant c of ``U = c P sqrt(N_parent) / (1 + N)``.
+    - ``parent_visits``: ``"node"``: N_parent is the node's own visit count (1 at a fresh node,
+      so the first pick follows the prior); ``"children_sum"``: the sum of its children's
+      visits, as the seed paper's code (0 at a fresh node: every U is 0 and ties are broken at
+      random).
+    - ``fpu``: Q of an unvisited child: ``"parent"`` = the node's own mean value (from its
+      mover's view) minus ``fpu_reduction``; ``"value"`` = the constant ``fpu_value`` (the seed
+      paper's code: 0).
+    - ``leaves_per_game``: L, leaves one ``select`` may take per game, kept apart by virtual loss
+      (each visit in flight counts as a visit with value ``-virtual_loss`` for its mover).
+    - ``dirichlet_alpha``, ``dirichlet_weight``: root noise ``P <- (1 - w) P + w Dir(alpha)``,
+      applied once per root when a search is started with ``noise=True``.
+    - ``node_capacity``, ``edge_capacity``: initial array sizes per tree (they grow by doubling).
+
+    Ties in ``Q + U`` are broken uniformly at random with the tree's own random stream (seeded
+    by :meth:`set_root`), so a game's search is the same whatever else shares its batch.
+    """
+
+    cdef RulesTables tables
+    cdef const Tables* t
+    cdef Tree* trees
+    cdef readonly int num_games
+    cdef readonly int history
+    cdef readonly int leaves_per_game
+    cdef readonly int max_moves
+    cdef readonly int k
+    cdef readonly int cells
+    cdef readonly double c_puct
+    cdef readonly double fpu_value
+    cdef readonly double fpu_reduction
+    cdef readonly double virtual_loss
+    cdef readonly double dirichlet_alpha
+    cdef readonly double dirichlet_weight
+    cdef int pv_mode
+    cdef int fpu_mode
+    cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
+    cdef double* noisebuf          # Dirichlet scratch: max_moves
+    cdef int32_t* queue            # compaction scratch (grown on demand)
+    cdef int queue_cap
+    # The batch in flight: leaf i of the last select is node pend_node[i] of tree pend_game[i].
+    cdef int32_t* pend_game
+    cdef int32_t* pend_node
+    cdef readonly int num_pending
+
+    def __cinit__(self):
+        self.trees = NULL
+        self.movebuf = NULL
+        self.noisebuf = NULL
+        self.queue = NULL
+        self.pend_game = NULL
+        self.pend_node = NULL
+        self.num_games = 0
+
+    def __init__(
+        self,
+        RulesTables tables not None,
+        int num_games,
+        *,
+        int history=1,
+        double c_puct=3.5,
+        str parent_visits="node",
+        str fpu="parent",
+        double fpu_value=0.0,
+        double fpu_reduction=0.0,
+        int leaves_per_game=1,
+        double virtual_loss=1.0,
+        double dirichlet_alpha=0.03,
+        double dirichlet_weight=0.25,
+        int node_capacity=256,
+        int edge_capacity=8192,
+    ):
+        cdef int g
+        if self.trees != NULL:
+            raise RuntimeError("SearchForest.__init__ called twice")
+        if num_games < 1:
+            raise ValueError(f"num_games={num_games} must be at least 1")
+        if not 1 <= history <= _MAX_HISTORY:
+            raise ValueError(f"history={history} must be in 1..{_MAX_HISTORY}")
+        if leaves_per_game < 1:
+            raise ValueError(f"leaves_per_game={leaves_per_game} must be at least 1")
+        if parent_visits not in ("node", "children_sum"):
+            raise ValueError(f"parent_visits={parent_visits!r}; valid: 'node', 'children_sum'")
+        if fpu not in ("parent", "value"):
+            raise ValueError(f"fpu={fpu!r}; valid: 'parent', 'value'")
+        if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
+            raise ValueError("c_puct and virtual_loss must be >= 0, dirichlet_alpha > 0, dirichlet_weight in [0, 1]")
+        self.tables = tables
+        self.t = &tables.t
+        self.num_games = num_games
+        self.history = history
+        self.leaves_per_game = leaves_per_game
+        self.max_moves = self.t.max_moves
+        self.k = self.t.k
+        self.cells = self.t.cells
+        self.c_puct = c_puct
+        self.pv_mode = PV_NODE if parent_visits == "node" else PV_CHILDREN_SUM
+        self.fpu_mode = FPU_PARENT if fpu == "parent" else FPU_VALUE
+        self.fpu_value = fpu_value
+        self.fpu_reduction = fpu_reduction
+        self.virtual_loss = virtual_loss
+        self.dirichlet_alpha = dirichlet_alpha
+        self.dirichlet_weight = dirichlet_weight
+        node_capacity = max(node_capacity, 4)
+        edge_capacity = max(edge_capacity, 2 * self.max_moves)
+        self.trees = <Tree*>malloc(num_games * sizeof(Tree))
+        self.movebuf = <int16_t*>malloc(2 * self.max_moves * sizeof(int16_t))
+        self.noisebuf = <double*>malloc(self.max_moves * sizeof(double))
+        self.pend_game = <int32_t*>malloc(num_games * leaves_per_game * sizeof(int32_t))
+        self.pend_node = <int32_t*>malloc(num_games * leaves_per_game * sizeof(int32_t))
+        if (self.trees == NULL or self.movebuf == NULL or self.noisebuf == NULL
+                or self.pend_game == NULL or self.pend_node == NULL):
+            raise MemoryError()
+        memset(self.trees, 0, num_games * sizeof(Tree))
+        for g in range(num_games):
+            if _tree_alloc(&self.trees[g], node_capacity, edge_capacity, history) != 0:
+                raise MemoryError()
+        self.num_pending = 0
+
+    def __dealloc__(self):
+        cdef int g
+        if self.trees != NULL:
+            for g in range(self.num_games):
+                _tree_free(&self.trees[g])
+            free(self.trees)
+        free(self.movebuf)
+        free(self.noisebuf)
+        free(self.queue)
+        free(self.pend_game)
+        free(self.pend_node)
+
+    # -- roots ---------------------------------------------------------------------------------
+
+    cdef Tree* _tree(self, int g) except NULL:
+        if not 0 <= g < self.num_games:
+            raise IndexError(f"game {g} out of range 0..{self.num_games - 1}")
+        return &self.trees[g]
+
+    def set_root(self, int g, State state not None, history=None, *, uint64_t seed=0):
+        """Start game ``g``'s tree afresh at ``state`` (the previous tree is dropped).
+
+        ``history``: int8 ``[h, 2, k]`` piece lists of the game, ``history[0]`` for ``state``
+        itself, then the states before it (``-1`` where missing); ``h`` may be shorter than H.
+        Without it, the canonical piece IDs of ``state`` and no earlier states.
+        ``seed`` seeds the tree's random stream (tie-breaks and root noise).
+        A finished game is accepted but inactive: :meth:`start` refuses it.
+        """
+        cdef Tree* tr = self._tree(g)
+        cdef int8_t pieces[2][MAX_PIECES]
+        cdef int8_t[:, :, :] h
+        cdef int i, p, j, cell, hl
+        if self.num_pending:
+            raise RuntimeError("set_root while a batch is pending: call expand_and_backup first")
+        if state.tables.rules != self.tables.rules:
+            raise ValueError("state is of other rules than this forest")
+        memset(tr.history, -1, self.history * 2 * MAX_PIECES)
+        if history is None:
+            _canonical(self.t, &state.s, pieces)
+            memcpy(tr.history, pieces, 2 * MAX_PIECES)
+        else:
+            h = np.ascontiguousarray(history, dtype=np.int8)
+            if h.shape[0] < 1 or h.shape[1] != 2 or h.shape[2] != self.k:
+                raise ValueError(f"history must be int8 [h >= 1, 2, {self.k}], got shape {np.shape(history)}")
+            memset(pieces, -1, sizeof(pieces))
+            for p in range(2):
+                for j in range(self.k):
+                    cell = h[0, p, j]
+                    if not 0 <= cell < self.cells or cell_owner(&state.s, cell) != p:
+                        raise ValueError(f"history[0]: piece {j} of player {p} on cell {cell}, "
+                                         f"which does not hold a piece of player {p} in the state")
+                    pieces[p][j] = <int8_t>cell
+                for j in range(self.k):
+                    for i in range(j):
+                        if pieces[p][i] == pieces[p][j]:
+                            raise ValueError(f"history[0]: two pieces of player {p} on cell {pieces[p][j]}")
+            hl = min(h.shape[0], self.history)
+            for i in range(hl):
+                for p in range(2):
+                    for j in range(self.k):
+                        tr.history[(i * 2 + p) * MAX_PIECES + j] = h[i, p, j]
+        tr.rng = _mix_seed(seed, 0x5EED)
+        _tree_set_root(tr, &state.s, pieces)
+
+    def advance(self, int g, int s, int e, *, bint reuse=True):
+        """Play move ``(s, e)`` at game ``g``'s root; the child becomes the root.
+
+        With ``reuse`` and the child already in the tree, its subtree is kept with all its
+        statistics, compacted to the front of fresh arrays (node 0 is the new root); the rest is
+        freed. Otherwise the tree restarts at the child. The game history shifts by one ply
+        either way. Returns True when a subtree was kept. Raises ValueError for a move that is
+        not legal at the root.
+        """
+        cdef Tree* tr = self._tree(g)
+        cdef Node* root
+        cdef int i, found = -1, child
+        cdef CState st
+        cdef int8_t pieces[2][MAX_PIECES]
+        cdef int count
+        if self.num_pending:
+            raise RuntimeError("advance while a batch is pending: call expand_and_backup first")
+        root = &tr.nodes[0]
+        if root.status == ST_TERMINAL:
+            raise ValueError("the game is over at this root")
+        if root.status == ST_FRESH:
+            count = generate_moves(self.t, &root.state, self.movebuf)
+            for i in range(count):
+                if self.movebuf[2 * i] == s and self.movebuf[2 * i + 1] == e:
+                    found = i
+            if found < 0:
+                raise ValueError(f"move [{s}, {e}] is not legal at the root of game {g}")
+            child = -1
+        else:
+            for i in range(root.num_edges):
+                if tr.edges[root.first_edge + i].s == s and tr.edges[root.first_edge + i].e == e:
+                    found = root.first_edge + i
+            if found < 0:
+                raise ValueError(f"move [{s}, {e}] is not legal at the root of game {g}")
+            child = tr.edges[found].child
+        if reuse and child > 0 and tr.nodes[child].status != ST_TERMINAL:
+            if self._compact(tr, child) != 0:
+                raise MemoryError()
+            _push_history(tr, self.history, tr.nodes[0].pieces)
+            return True
+        st = root.state
+        memcpy(pieces, root.pieces, sizeof(pieces))
+        apply_move(self.t, &st, s, e)
+        _move_piece(pieces, root.state.to_move, self.k, s, e)
+        _tree_set_root(tr, &st, pieces)
+        _push_history(tr, self.history, pieces)
+        return False
+
+    cdef int _compact(self, Tree* tr, int new_root) except -2:
+        """Copy the subtree of `new_root` into fresh arrays in breadth-first order.
+
+        Invariants kept: node 0 is the root; a node's edges are contiguous; every edge's child
+        index points into the new arrays. The new root's N and W come from its incoming edge
+        (W flipped to the new root mover's view).
+        """
+        cdef Node* new_nodes
+        cdef Edge* new_edges
+        cdef int32_t nn = 0, ne = 0, qi, x, i, c
+        cdef int32_t sub_nodes = 0, sub_edges = 0
+        cdef Node* nd
+        cdef Edge* ed
+        cdef Edge* inc = &tr.edges[tr.nodes[new_root].parent_edge]
+        cdef int32_t root_N = inc.N
+        cdef double root_W = inc.W
+        if tr.nodes[tr.nodes[new_root].parent].state.to_move != tr.nodes[new_root].state.to_move:
+            root_W = -root_W
+        # Count the subtree first, to size the new arrays exactly (with room to grow).
+        if self.queue_cap < tr.n_nodes:
+            free(self.queue)
+            self.queue = <int32_t*>malloc(tr.n_nodes * sizeof(int32_t))
+            if self.queue == NULL:
+                self.queue_cap = 0
+                return -1
+            self.queue_cap = tr.n_nodes
+        self.queue[0] = new_root
+        sub_nodes = 1
+        qi = 0
+        while qi < sub_nodes:
+            nd = &tr.nodes[self.queue[qi]]
+            qi += 1
+            if nd.first_edge < 0:
+                continue
+            sub_edges += nd.num_edges
+            for i in range(nd.num_edges):
+                c = tr.edges[nd.first_edge + i].child
+                if c >= 0:
+                    self.queue[sub_nodes] = c
+                    sub_nodes += 1
+        new_nodes = <Node*>malloc(max(2 * sub_nodes, 64) * sizeof(Node))
+        new_edges = <Edge*>malloc(max(2 * sub_edges, 2 * self.max_moves) * sizeof(Edge))
+        if new_nodes == NULL or new_edges == NULL:
+            free(new_nodes)
+            free(new_edges)
+            return -1
+        # Breadth-first order is the queue order: queue[i] becomes node i.
+        for qi in range(sub_nodes):
+            new_nodes[qi] = tr.nodes[self.queue[qi]]
+        nn = 1
+        for qi in range(sub_nodes):
+            nd = &new_nodes[qi]
+            if nd.first_edge < 0:
+                continue
+            memcpy(&new_edges[ne], &tr.edges[nd.first_edge], nd.num_edges * sizeof(Edge))
+            nd.first_edge = ne
+            for i in range(nd.num_edges):
+                ed = &new_edges[ne + i]
+                if ed.child >= 0:
+                    # children are enqueued in this same order, so the next one is number nn
+                    ed.child = nn
+                    new_nodes[nn].parent = qi
+                    new_nodes[nn].parent_edge = ne + i
+                    nn += 1
+            ne += nd.num_edges
+        new_nodes[0].parent = -1
+        new_nodes[0].parent_edge = -1
+        free(tr.nodes)
+        free(tr.edges)
+        tr.nodes = new_nodes
+        tr.edges = new_edges
+        tr.n_nodes = sub_nodes
+        tr.cap_nodes = max(2 * sub_nodes, 64)
+        tr.n_edges = ne
+        tr.cap_edges = max(2 * sub_edges, 2 * self.max_moves)
+        tr.root_N = root_N
+        tr.root_W = root_W
+        tr.root_vloss = 0
+        tr.remaining = 0
+        tr.noise_pending = 0
+        tr.noised = 0
+        tr.active = 1
+        return 0
+
+    def start(self, int g, int num_simulations, *, bint noise=False):
+        """Schedule ``num_simulations`` new simulations for game ``g`` (on top of a kept subtree).
+
+        With ``noise`` (and ``dirichlet_weight > 0``), Dirichlet noise is mixed into the root
+        priors once per root: now if the root is expanded, else when it gets expanded.
+        """
+        cdef Tree* tr = self._tree(g)
+        if not tr.active:
+            raise ValueError(f"game {g} has no root to search (game over or never set)")
+        if num_simulations < 0:
+            raise ValueError("num_simulations must be >= 0")
+        tr.remaining = num_simulations
+        if noise and self.dirichlet_weight > 0 and not tr.noised:
+            if tr.nodes[0].status == ST_EXPANDED:
+                self._mix_noise(tr)
+            else:
+                tr.noise_pending = 1
+
+    def pending_simulations(self):
+        """Simulations still to start, summed over the games."""
+        cdef int g, total = 0
+        for g in range(self.num_games):
+            if self.trees[g].active:
+                total += self.trees[g].remaining
+        return total
+
+    def is_active(self, int g):
+        """Whether game ``g`` has a root to search (set, and not game over)."""
+        return bool(self._tree(g).active)
+
+    # -- selection -----------------------------------------------------------------------------
+
+    cdef void _mix_noise(self, Tree* tr) noexcept nogil:
+        cdef Node* root = &tr.nodes[0]
+        cdef int i, n = root.num_edges, best = 0
+        cdef double total = 0.0, w = self.dirichlet_weight
+        for i in range(n):
+            self.noisebuf[i] = _gamma(&tr.rng, self.dirichlet_alpha)
+            total += self.noisebuf[i]
+        if not total > 0.0:      # every draw underflowed: the mass goes to one child at random
+            best = _below(&tr.rng, n)
+            for i in range(n):
+                self.noisebuf[i] = 1.0 if i == best else 0.0
+            total = 1.0
+        for i in range(n):
+            tr.edges[root.first_edge + i].P = <float>((1.0 - w) * tr.edges[root.first_edge + i].P
+                                                      + w * self.noisebuf[i] / total)
+        tr.noise_pending = 0
+        tr.noised = 1
+
+    cdef int _pick_edge(self, Tree* tr, int x) noexcept nogil:
+        """Index of the edge of expanded node x with the largest Q + U (random among ties)."""
+        cdef Node* nd = &tr.nodes[x]
+        cdef int p = nd.state.to_move, i, first = nd.first_edge, cnt = nd.num_edges, pick = 0, ties = 0
+        cdef double n_par, w_par, vl_par, total, sq, fpu, q, score, best = -1e300, n
+        cdef Edge* pe
+        cdef Edge* ed
+        if x == 0:
+            n_par = tr.root_N
+            w_par = tr.root_W
+            vl_par = tr.root_vloss
+        else:
+            pe = &tr.edges[nd.parent_edge]
+            n_par = pe.N
+            w_par = pe.W if tr.nodes[nd.parent].state.to_move == p else -pe.W
+            vl_par = pe.vloss
+        if self.pv_mode == PV_NODE:
+            total = n_par + vl_par
+        else:
+            total = 0.0
+            for i in range(cnt):
+                total += tr.edges[first + i].N + tr.edges[first + i].vloss
+        sq = self.c_puct * sqrt(total)
+        if self.fpu_mode == FPU_PARENT:
+            fpu = (w_par / n_par if n_par > 0 else 0.0) - self.fpu_reduction
+        else:
+            fpu = self.fpu_value
+        for i in range(cnt):
+            ed = &tr.edges[first + i]
+            n = ed.N + ed.vloss
+            if n == 0:
+                q = fpu
+            else:
+                q = (ed.W - ed.vloss * self.virtual_loss) / n
+            score = q + sq * ed.P / (1.0 + n)
+            if score > best:
+                best = score
+                pick = i
+                ties = 1
+            elif score == best:
+                ties += 1
+                if _below(&tr.rng, ties) == 0:
+                    pick = i
+        return first + pick
+
+    cdef int _new_child(self, Tree* tr, int x, int e) noexcept nogil:
+        """Create the node that edge e of node x leads to; returns its index (-1: no memory)."""
+        cdef int c
+        cdef Node* ch
+        cdef Node* par
+        cdef Edge* ed
+        if _reserve_nodes(tr, 1) != 0:
+            return -1
+        c = tr.n_nodes
+        tr.n_nodes += 1
+        ch = &tr.nodes[c]
+        par = &tr.nodes[x]
+        ed = &tr.edges[e]
+        ch.state = par.state
+        apply_move(self.t, &ch.state, ed.s, ed.e)
+        memcpy(ch.pieces, par.pieces, sizeof(ch.pieces))
+        _move_piece(ch.pieces, par.state.to_move, self.k, ed.s, ed.e)
+        ch.parent = x
+        ch.parent_edge = e
+        ch.first_edge = -1
+        ch.num_edges = 0
+        ch.pad = 0
+        if ch.state.result != RESULT_NONE:
+            ch.status = ST_TERMINAL
+            ch.value = _exact_value(&ch.state)
+        else:
+            ch.status = ST_FRESH
+            ch.value = 0.0
+        ed.child = c
+        return c
+
+    cdef int _gen_edges(self, Tree* tr, int x) noexcept nogil:
+        """FRESH -> PENDING: the legal moves of node x become its (prior-less) edges."""
+        cdef int cnt = generate_moves(self.t, &tr.nodes[x].state, self.movebuf), i, first, s, e, pid
+        cdef Node* nd
+        cdef Edge* ed
+        if _reserve_edges(tr, cnt) != 0:
+            return -1
+        nd = &tr.nodes[x]
+        first = tr.n_edges
+        tr.n_edges += cnt
+        for i in range(cnt):
+            ed = &tr.edges[first + i]
+            s = self.movebuf[2 * i]
+            e = self.movebuf[2 * i + 1]
+            ed.s = <int8_t>s
+            ed.e = <int8_t>e
+            ed.P = 0.0
+            ed.W = 0.0
+            ed.N = 0
+            ed.vloss = 0
+            ed.child = -1
+            if s < 0:
+                ed.action = _PASS_ACTION
+            else:
+                pid = _piece_id(nd.pieces, nd.state.to_move, self.k, s)
+                ed.action = <int16_t>(pid * self.cells + e)
+        nd.first_edge = first
+        nd.num_edges = <int16_t>cnt
+        nd.status = ST_PENDING
+        return 0
+
+    cdef void _backup(self, Tree* tr, int x, double v, int remove_vloss) noexcept nogil:
+        """Add value v (view of the player to move at node x) to every edge from the root to x."""
+        cdef int leaf_player = tr.nodes[x].state.to_move, par
+        cdef Edge* ed
+        while x != 0:
+            par = tr.nodes[x].parent
+            ed = &tr.edges[tr.nodes[x].parent_edge]
+            ed.N += 1
+            ed.W += <float>(v if tr.nodes[par].state.to_move == leaf_player else -v)
+            if remove_vloss:
+                ed.vloss -= 1
+            x = par
+        tr.root_N += 1
+        tr.root_W += v if tr.nodes[0].state.to_move == leaf_player else -v
+        if remove_vloss:
+            tr.root_vloss -= 1
+
+    cdef void _undo_vloss(self, Tree* tr, int x) noexcept nogil:
+        while x != 0:
+            tr.edges[tr.nodes[x].parent_edge].vloss -= 1
+            x = tr.nodes[x].parent
+        tr.root_vloss -= 1
+
+    cdef int _select_one(self, Tree* tr, int* leaf) noexcept nogil:
+        """One descent from the root, adding virtual loss on the way. Returns a SEL_* code."""
+        cdef int x = 0, e, c
+        tr.root_vloss += 1
+        while True:
+            if tr.nodes[x].status == ST_EXPANDED:
+                e = self._pick_edge(tr, x)
+                tr.edges[e].vloss += 1
+                c = tr.edges[e].child
+                if c < 0:
+                    c = self._new_child(tr, x, e)
+                    if c < 0:
+                        self._undo_vloss(tr, x)
+                        tr.edges[e].vloss -= 1
+                        return SEL_NOMEM
+                x = c
+            elif tr.nodes[x].status == ST_TERMINAL:
+                self._backup(tr, x, tr.nodes[x].value, 1)
+                return SEL_TERMINAL
+            elif tr.nodes[x].status == ST_PENDING:
+                self._undo_vloss(tr, x)
+                return SEL_COLLISION
+            else:  # ST_FRESH
+                if self._gen_edges(tr, x) != 0:
+                    self._undo_vloss(tr, x)
+                    return SEL_NOMEM
+                leaf[0] = x
+                return SEL_LEAF
+
+    cdef void _write_leaf(self, int b, int g, Tree* tr, int x, int8_t[:, :, :, ::1] pieces,
+                          int8_t[::1] to_move, int32_t[:, ::1] legal, int32_t[::1] counts,
+                          uint8_t[:, ::1] states, bint want_states) noexcept nogil:
+        cdef int h = 0, j, p, i, k = self.k, cnt
+        cdef int hist_i = 1
+        cdef int y = x
+        cdef Node* nd = &tr.nodes[x]
+        # History: the path from the leaf up to the root, then the game's history before the root.
+        while h < self.history and y >= 0:
+            for p in range(2):
+                for j in range(k):
+                    pieces[b, h, p, j] = tr.nodes[y].pieces[p][j]
+            h += 1
+            y = tr.nodes[y].parent
+        while h < self.history:
+            for p in range(2):
+                for j in range(k):
+                    pieces[b, h, p, j] = tr.history[(hist_i * 2 + p) * MAX_PIECES + j]
+            h += 1
+            hist_i += 1
+        to_move[b] = <int8_t>nd.state.to_move
+        cnt = nd.num_edges
+        if cnt == 1 and tr.edges[nd.first_edge].s < 0:
+            cnt = 0     # the pass alone: no policy index, only the value is wanted
+        counts[b] = cnt
+        for i in range(cnt):
+            legal[b, i] = tr.edges[nd.first_edge + i].action
+        for i in range(cnt, legal.shape[1]):
+            legal[b, i] = 0
+        if want_states:
+            memcpy(&states[b, 0], &nd.state, sizeof(CState))
+
+    def select(self, int8_t[:, :, :, ::1] pieces not None, int8_t[::1] to_move not None,
+               int32_t[:, ::1] legal not None, int32_t[::1] counts not None,
+               uint8_t[:, ::1] states=None, int32_t[::1] games=None):
+        """Descend every game with simulations left to up to L leaves; returns the leaf count n.
+
+        Rows ``0 .. n-1`` of the caller-owned buffers receive the leaves to evaluate (B >= G * L):
+
+        - ``pieces``: int8 ``[B, H, 2, k]``: piece lists of the leaf (h = 0), its parent, ...,
+          then the game's history before the root; ``-1`` where there is none.
+        - ``to_move``: int8 ``[B]``: the player to move at the leaf.
+        - ``legal``: int32 ``[B, max_moves]``: policy indices ``piece_id * cells + e`` of the
+          leaf's legal moves in the order the priors must come back, 0 beyond ``counts``.
+        - ``counts``: int32 ``[B]``: the number of legal moves; 0 when the only legal move is
+          the pass (it has no policy index; the prior is ignored, only the value counts).
+        - ``states`` (optional): uint8 ``[B, STATE_BYTES]``: the leaves' engine states.
+        - ``games`` (optional): int32 ``[B]``: the game each leaf belongs to.
+
+        A descent that ends in a finished game backs up the exact result at once (it counts as
+        a simulation and is not in the batch). A game stops taking leaves for this round when a
+        descent runs into a leaf already in the batch.
+        """
+        cdef int g, b = 0, r, leaf = 0, want, cap
+        cdef Tree* tr
+        cdef bint want_states = states is not None, want_games = games is not None
+        cdef bint nomem = False
+        if self.num_pending:
+            raise RuntimeError("select called twice: expand_and_backup the previous batch first")
+        cap = self.num_games * self.leaves_per_game
+        if (pieces.shape[0] < cap or pieces.shape[1] != self.history or pieces.shape[2] != 2
+                or pieces.shape[3] != self.k):
+            raise ValueError(f"pieces must be int8 [>= {cap}, {self.history}, 2, {self.k}]")
+        if to_move.shape[0] < cap or counts.shape[0] < cap:
+            raise ValueError(f"to_move and counts need >= {cap} rows")
+        if legal.shape[0] < cap or legal.shape[1] < self.max_moves:
+            raise ValueError(f"legal must be int32 [>= {cap}, >= {self.max_moves}]")
+        if want_states and (states.shape[0] < cap or states.shape[1] != sizeof(CState)):
+            raise ValueError(f"states must be uint8 [>= {cap}, {sizeof(CState)}]")
+        if want_games and games.shape[0] < cap:
+            raise ValueError(f"games needs >= {cap} rows")
+        with nogil:
+            for g in range(self.num_games):
+                tr = &self.trees[g]
+                if not tr.active:
+                    continue
+                want = self.leaves_per_game
+                while want > 0 and tr.remaining > 0:
+                    r = self._select_one(tr, &leaf)
+                    if r == SEL_COLLISION:
+                        break
+                    if r == SEL_NOMEM:
+                        nomem = True
+                        break
+                    tr.remaining -= 1
+                    if r == SEL_LEAF:
+                        self.pend_game[b] = g
+                        self.pend_node[b] = leaf
+                        self._write_leaf(b, g, tr, leaf, pieces, to_move, legal, counts, states, want_states)
+                        if want_games:
+                            games[b] = g
+                        b += 1
+                        want -= 1
+                if nomem:
+                    break
+        self.num_pending = b
+        if nomem:
+            raise MemoryError("search tree arrays could not grow")
+        return b
+
+    def expand_and_backup(self, float[:, ::1] priors not None, float[::1] values not None):
+        """Expand the leaves of the last :meth:`select` and back their values up.
+
+        - ``priors``: float32 ``[>= n, >= max count]``: row i, entries ``0 .. counts[i]-1``, the
+          priors of leaf i's legal moves in the order of ``legal``. They are renormalised over
+          the legal moves (negative or non-finite entries count as 0; an all-zero row becomes
+          uniform; a single legal move gets 1).
+        - ``values``: float32 ``[>= n]``: leaf values in [-1, 1] from the view of the player to
+          move at the leaf (clipped to [-1, 1]; NaN counts as 0).
+
+        Removes the virtual loss of the batch. A root expanded here with noise pending gets its
+        Dirichlet noise now.
+        """
+        cdef int i, j, g, x, cnt, n = self.num_pending
+        cdef Tree* tr
+        cdef Node* nd
+        cdef double total, p, v
+        if n == 0:
+            return
+        if priors.shape[0] < n or values.shape[0] < n:
+            raise ValueError(f"priors and values need >= {n} rows")
+        for i in range(n):
+            if self.trees[self.pend_game[i]].nodes[self.pend_node[i]].num_edges > priors.shape[1]:
+                raise ValueError(f"priors has {priors.shape[1]} columns, leaf {i} has more legal moves")
+        with nogil:
+            for i in range(n):
+                g = self.pend_game[i]
+                x = self.pend_node[i]
+                tr = &self.trees[g]
+                nd = &tr.nodes[x]
+                cnt = nd.num_edges
+                total = 0.0
+                for j in range(cnt):
+                    p = priors[i, j]
+                    if isfinite(p) and p > 0:
+                        total += p
+                for j in range(cnt):
+                    p = priors[i, j]
+                    if cnt == 1:
+                        p = 1.0
+                    elif total > 0:
+                        p = p / total if (isfinite(p) and p > 0) else 0.0
+                    else:
+                        p = 1.0 / cnt
+                    tr.edges[nd.first_edge + j].P = <float>p
+                nd.status = ST_EXPANDED
+                if x == 0 and tr.noise_pending:
+                    self._mix_noise(tr)
+                v = values[i]
+                if not isfinite(v):
+                    v = 0.0
+                v = 1.0 if v > 1.0 else (-1.0 if v < -1.0 else v)
+                self._backup(tr, x, v, 1)
+            self.num_pending = 0
+
+    # -- results -------------------------------------------------------------------------------
+
+    def root_stats(self, int g, int16_t[:, ::1] moves not None, int32_t[::1] actions not None,
+                   int32_t[::1] visits not None, float[::1] q not None, float[::1] prior not None):
+        """Statistics of game ``g``'s root edges; returns ``(count, root_visits, root_value)``.
+
+        Row i of ``moves`` (int16 ``[>= count, 2]``), ``actions`` (int32 policy indices),
+        ``visits`` (int32), ``q`` (float32, mean value from the root mover's view, NaN if
+        unvisited) and ``prior`` (float32, with noise if any) describes legal move i, in the
+        engine's move order. ``root_value`` is the mean backed-up value from the root mover's
+        view (NaN before any simulation). A root never expanded reports count 0.
+        """
+        cdef Tree* tr = self._tree(g)
+        cdef Node* root = &tr.nodes[0]
+        cdef int i, cnt
+        cdef Edge* ed
+        if root.status != ST_EXPANDED:
+            cnt = 0
+        else:
+            cnt = root.num_edges
+        if moves.shape[0] < cnt or moves.shape[1] != 2 or actions.shape[0] < cnt or visits.shape[0] < cnt \
+                or q.shape[0] < cnt or prior.shape[0] < cnt:
+            raise ValueError(f"root_stats buffers need >= {cnt} rows")
+        for i in range(cnt):
+            ed = &tr.edges[root.first_edge + i]
+            moves[i, 0] = ed.s
+            moves[i, 1] = ed.e
+            actions[i] = ed.action
+            visits[i] = ed.N
+            q[i] = ed.W / ed.N if ed.N > 0 else float("nan")
+            prior[i] = ed.P
+        return cnt, tr.root_N, (tr.root_W / tr.root_N if tr.root_N > 0 else float("nan"))
+
+    def root_moves(self, int g, int16_t[:, ::1] out not None):
+        """Legal moves of game ``g``'s root into ``out`` (int16 ``[>= max_moves, 2]``, engine
+        order, the pass as ``(-1, -1)``); returns their count (0 when the game is over)."""
+        cdef Tree* tr = self._tree(g)
+        cdef int cnt, i
+        if out.shape[0] < self.max_moves or out.shape[1] != 2:
+            raise ValueError(f"out must be int16 [>= {self.max_moves}, 2]")
+        cnt = generate_moves(self.t, &tr.nodes[0].state, self.movebuf)
+        for i in range(cnt):
+            out[i, 0] = self.movebuf[2 * i]
+            out[i, 1] = self.movebuf[2 * i + 1]
+        return cnt
+
+    def root_state(self, int g):
+        """``(to_move, ply, pieces int8 [2, k])`` of game ``g``'s root."""
+        cdef Tree* tr = self._tree(g)
+        out = np.empty((2, self.k), dtype=np.int8)
+        cdef int8_t[:, ::1] o = out
+        cdef int p, j
+        for p in range(2):
+            for j in range(self.k):
+                o[p, j] = tr.nodes[0].pieces[p][j]
+        return tr.nodes[0].state.to_move, tr.nodes[0].state.ply, out
+
+    def root_history(self, int g):
+        """int8 ``[H, 2, k]``: the root's piece list and the game's earlier ones (-1 missing)."""
+        cdef Tree* tr = self._tree(g)
+        out = np.empty((self.history, 2, self.k), dtype=np.int8)
+        cdef int8_t[:, :, ::1] o = out
+        cdef int h, p, j
+        for h in range(self.history):
+            for p in range(2):
+                for j in range(self.k):
+                    o[h, p, j] = tr.history[(h * 2 + p) * MAX_PIECES + j]
+        return out
+
+    def tree_size(self, int g):
+        """``(nodes, edges, bytes allocated)`` of game ``g``'s tree."""
+        cdef Tree* tr = self._tree(g)
+        return (tr.n_nodes, tr.n_edges,
+                tr.cap_nodes * sizeof(Node) + tr.cap_edges * sizeof(Edge) + self.history * 2 * MAX_PIECES)
+
+    def node_edges(self, int g, path=()):
+        """Edges of the node reached from game ``g``'s root by ``path`` (a sequence of ``(s, e)``
+        moves), or None when the path leaves the expanded tree. For tests and inspection.
+
+        Returns ``(moves int16 [n, 2], visits int32 [n], value_sums float32 [n] (mover's view),
+        priors float32 [n], visits of the node itself)``.
+        """
+        cdef Tree* tr = self._tree(g)
+        cdef int x = 0, i, found, n_node
+        cdef Edge* ed
+        for mv in path:
+            if tr.nodes[x].status != ST_EXPANDED:
+                return None
+            found = -1
+            for i in range(tr.nodes[x].num_edges):
+                ed = &tr.edges[tr.nodes[x].first_edge + i]
+                if ed.s == mv[0] and ed.e == mv[1]:
+                    found = tr.nodes[x].first_edge + i
+                    break
+            if found < 0 or tr.edges[found].child < 0:
+                return None
+            x = tr.edges[found].child
+        if tr.nodes[x].status != ST_EXPANDED:
+            return None
+        n_node = tr.root_N if x == 0 else tr.edges[tr.nodes[x].parent_edge].N
+        cnt = tr.nodes[x].num_edges
+        moves = np.empty((cnt, 2), dtype=np.int16)
+        visits = np.empty(cnt, dtype=np.int32)
+        wsum = np.empty(cnt, dtype=np.float32)
+        priors = np.empty(cnt, dtype=np.float32)
+        for i in range(cnt):
+            ed = &tr.edges[tr.nodes[x].first_edge + i]
+            moves[i, 0] = ed.s
+            moves[i, 1] = ed.e
+            visits[i] = ed.N
+            wsum[i] = ed.W
+            priors[i] = ed.P
+        return moves, visits, wsum, priors, n_node
+
+    def check_invariants(self, int g):
+        """Assert the tree's bookkeeping (for tests): visit sums, no virtual loss left, links."""
+        cdef Tree* tr = self._tree(g)
+        cdef int x, i, total, nvis
+        cdef Node* nd
+        cdef Edge* ed
+        if self.num_pending:
+            raise AssertionError("batch pending")
+        if tr.root_vloss != 0:
+            raise AssertionError(f"root virtual loss {tr.root_vloss}")
+        for x in range(tr.n_nodes):
+            nd = &tr.nodes[x]
+            nvis = tr.root_N if x == 0 else tr.edges[nd.parent_edge].N
+            if x > 0 and tr.edges[nd.parent_edge].child != x:
+                raise AssertionError(f"node {x}: parent edge does not point back")
+            if nd.status == ST_EXPANDED:
+                total = 0
+                for i in range(nd.num_edges):
+                    ed = &tr.edges[nd.first_edge + i]
+                    if ed.vloss != 0:
+                        raise AssertionError(f"node {x}: virtual loss left on an edge")
+                    if ed.N > 0 and ed.child < 0:
+                        raise AssertionError(f"node {x}: visited edge without child")
+                    total += ed.N
+                # one visit expanded the node; every later one went to a child
+                if total != nvis - 1:
+                    raise AssertionError(f"node {x}: children visits {total} != node visits {nvis} - 1")
+            elif nd.status == ST_PENDING:
+                raise AssertionError(f"node {x} pending")
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Rollout evaluator
+# ---------------------------------------------------------------------------------------------
+
+
+cdef int _greedy_pick(const Tables* t, const CState* s, const int16_t* moves, int cnt, uint64_t* rng) noexcept nogil:
+    """Deterministic greedy (RULES.md): largest forward distance; among ties, the least advanced
+    start cell (player 0: largest r - c, player 1: smallest); uniform among what is left."""
+    cdef int p = s.to_move, i, psi, key, best_psi = -1000000, best_key = -1000000, ties = 0, pick = 0
+    if cnt == 1 or moves[0] < 0:
+        return 0
+    for i in range(cnt):
+        psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
+        key = t.diag[moves[2 * i]] if p == 0 else -t.diag[moves[2 * i]]
+        if psi > best_psi or (psi == best_psi and key > best_key):
+            best_psi = psi
+            best_key = key
+            pick = i
+            ties = 1
+        elif psi == best_psi and key == best_key:
+            ties += 1
+            if _below(rng, ties) == 0:
+                pick = i
+    return pick
+
+
+cdef class RolloutEvaluator:
+    """Leaf values by playing the game out from each leaf, in C (the classic MCTS evaluator).
+
+    ``policy``: ``"greedy"`` (the deterministic greedy player of RULES.md, random among its
+    ties) or ``"random"`` (uniform legal moves). ``max_plies``: rollout length cap (0 = play to
+    the end; the rules' own ``max_plies`` always ends a game). A rollout cut by the cap scores
+    ``cap_value``: ``"draw"`` (0) or ``"advance"`` (``tanh((a_me - a_opp) / advance_scale)``
+    from the rows the two sides have advanced). Priors are uniform over the legal moves.
+
+    Each rollout's random stream is seeded from ``seed`` and the leaf's state (hash and ply),
+    so values do not depend on how leaves are batched.
+    """
+
+    needs_states = True
+
+    cdef RulesTables tables
+    cdef const Tables* t
+    cdef int greedy
+    cdef readonly int max_plies
+    cdef int cap_advance
+    cdef readonly double advance_scale
+    cdef uint64_t seed
+    cdef int16_t* movebuf
+
+    def __cinit__(self):
+        self.movebuf = NULL
+
+    def __init__(self, RulesTables tables not None, *, str policy="greedy", int max_plies=0,
+                 str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
+        if policy not in ("greedy", "random"):
+            raise ValueError(f"policy={policy!r}; valid: 'greedy', 'random'")
+        if cap_value not in ("draw", "advance"):
+            raise ValueError(f"cap_value={cap_value!r}; valid: 'draw', 'advance'")
+        if max_plies < 0 or advance_scale <= 0:
+            raise ValueError("max_plies must be >= 0 and advance_scale > 0")
+        self.tables = tables
+        self.t = &tables.t
+        self.greedy = policy == "greedy"
+        self.max_plies = max_plies
+        self.cap_advance = cap_value == "advance"
+        self.advance_scale = advance_scale
+        self.seed = seed
+        free(self.movebuf)
+        self.movebuf = <int16_t*>malloc(2 * self.t.max_moves * sizeof(int16_t))
+        if self.movebuf == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.movebuf)
+
+    cdef double _advance(self, const CState* s, int player) noexcept nogil:
+        cdef int c, total = 0
+        for c in range(self.t.cells):
+            if cell_owner(s, c) == player:
+                total += self.t.advance[player][c]
+        return total
+
+    cdef double rollout(self, const CState* leaf) noexcept nogil:
+        """Value of one playout from `leaf`, from the view of the player to move at `leaf`."""
+        cdef CState s = leaf[0]
+        cdef uint64_t rng = _mix_seed(self.seed ^ leaf.hash, <uint64_t>leaf.ply)
+        cdef int plies = 0, cnt, i, me = leaf.to_move
+        while s.result == RESULT_NONE and (self.max_plies == 0 or plies < self.max_plies):
+            cnt = generate_moves(self.t, &s, self.movebuf)
+            if self.greedy:
+                i = _greedy_pick(self.t, &s, self.movebuf, cnt, &rng)
+            else:
+                i = _below(&rng, cnt)
+            apply_move(self.t, &s, self.movebuf[2 * i], self.movebuf[2 * i + 1])
+            plies += 1
+        if s.result != RESULT_NONE:
+            return s.result if me == 0 else -s.result
+        if self.cap_advance:
+            return tanh((self._advance(&s, me) - self._advance(&s, 1 - me)) / self.advance_scale)
+        return 0.0
+
+    def evaluate(self, pieces, to_move, int32_t[:, ::1] legal not None, int32_t[::1] counts not None,
+                 *, uint8_t[:, ::1] states=None):
+        """Priors uniform over ``counts[i]`` moves (float32 ``[B, max_moves]``) and rollout values
+        (float32 ``[B]``) from the leaves' engine ``states`` (uint8 ``[B, STATE_BYTES]``)."""
+        if states is None:
+            raise ValueError("RolloutEvaluator needs the leaves' engine states (select(..., states=...))")
+        cdef int b = counts.shape[0], i, j, m = legal.shape[1]
+        if states.shape[0] < b or states.shape[1] != sizeof(CState):
+            raise ValueError(f"states must be uint8 [>= {b}, {sizeof(CState)}]")
+        priors = np.zeros((b, m), dtype=np.float32)
+        values = np.empty(b, dtype=np.float32)
+        cdef float[:, ::1] pr = priors
+        cdef float[::1] va = values
+        cdef CState st
+        with nogil:
+            for i in range(b):
+                for j in range(counts[i]):
+                    pr[i, j] = 1.0 / counts[i]
+                memcpy(&st, &states[i, 0], sizeof(CState))
+                va[i] = <float>self.rollout(&st)
+        return priors, values
+

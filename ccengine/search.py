@@ -1,0 +1,462 @@
+"""Batched Monte Carlo tree search: the configuration, the evaluator protocol and the driver.
+
+The tree lives in C (:class:`ccengine._search.SearchForest`, one flat-array tree per game); this
+module drives G games in lock-step. Each round is one ``select`` over all games, one evaluator
+call on the whole batch of leaves, one ``expand_and_backup``:
+
+    search = BatchedSearch(rules, num_games=64, config=SearchConfig(), history=3)
+    for g, state in enumerate(states):
+        search.set_root(g, state)
+    results = search.search(evaluator)          # one SearchResult per active game
+    for g, result in enumerate(results):
+        search.play(g, result.move)             # keeps the subtree when config.reuse_tree
+
+The search knows nothing about networks: an :class:`Evaluator` gets piece lists and legal-move
+policy indices and returns priors and values. :class:`UniformEvaluator` (no knowledge) and
+:class:`RolloutEvaluator` (playouts in C) need no network.
+
+Value convention: every value (evaluator output, ``SearchResult.root_value``, ``q``) is from the
+view of the player to move in the position it belongs to; game results are +1 win, 0 draw,
+-1 loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._core import RulesTables, State, tables_for
+from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, RolloutEvaluator, SearchForest, canonical_pieces
+from .rules import PASS, Rules
+
+__all__ = [
+    "MAX_HISTORY",
+    "PASS_ACTION",
+    "STATE_BYTES",
+    "BatchedSearch",
+    "Evaluator",
+    "RolloutEvaluator",
+    "SearchConfig",
+    "SearchForest",
+    "SearchResult",
+    "UniformEvaluator",
+    "canonical_pieces",
+    "choose_move",
+    "run_search",
+]
+
+Move = tuple[int, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchConfig:
+    """Every knob of the tree search, with the seed paper's value (Table 1 / its code) beside ours.
+
+    Build variants with :meth:`replace`; the evaluation-play config is :meth:`for_evaluation`.
+    """
+
+    num_simulations: int = 175
+    """New simulations per move (paper: 175). With tree reuse, on top of the kept subtree."""
+    c_puct: float = 3.5
+    """Exploration constant c in ``U = c P sqrt(N_parent) / (1 + N)`` (paper: 3.5)."""
+    parent_visits: str = "node"
+    """``node``: N_parent is the node's own visit count, so at a fresh node the first pick
+    follows the prior (AlphaZero). ``children_sum``: the sum of the children's visits, as the
+    paper's code: at a fresh node every U is 0 and the first child is picked at random."""
+    fpu: str = "parent"
+    """Q of an unvisited child ("first-play value"). ``parent``: the node's own mean value
+    (from its mover's view) minus ``fpu_reduction``: a new move is presumed as good as the
+    position, so one strong move is not abandoned for every untried one, and an untried move in
+    a lost position is not preferred to a proven one. ``value``: the constant ``fpu_value``
+    (paper's code: 0)."""
+    fpu_value: float = 0.0
+    """Q of unvisited children when ``fpu == "value"`` (paper's code: 0)."""
+    fpu_reduction: float = 0.0
+    """Subtracted from the parent's value when ``fpu == "parent"`` (paper: n/a)."""
+    leaves_per_game: int = 1
+    """Leaves one select round takes per game, kept apart by virtual loss (paper: 1)."""
+    virtual_loss: float = 1.0
+    """Each simulation in flight counts as a visit of value ``-virtual_loss`` (paper: n/a)."""
+    root_noise: bool = True
+    """Mix Dirichlet noise into the root priors (paper: yes in self-play; off in evaluation)."""
+    dirichlet_alpha: float = 0.03
+    """Dirichlet concentration (paper: 0.03)."""
+    dirichlet_weight: float = 0.25
+    """Noise weight: ``P <- (1 - w) P + w Dir(alpha)`` (paper: 0.25)."""
+    random_opening_plies: int = 6
+    """Plies from the game start played uniformly at random, without search (paper: 3 per
+    player)."""
+    explore_plies: int = 10
+    """Plies after the random opening decided with ``explore_temperature`` (paper: 5 per player)."""
+    explore_temperature: float = 2.0
+    """Temperature of exploratory play (paper: 2)."""
+    temperature: float = 0.01
+    """Temperature afterwards; 0 means the most visited move (paper: 1e-2)."""
+    reuse_tree: bool = True
+    """Keep the played child's subtree for the next search (paper text: discard; paper code:
+    keeps it)."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.num_simulations >= 1, "num_simulations must be >= 1"),
+            (self.c_puct >= 0, "c_puct must be >= 0"),
+            (self.parent_visits in ("node", "children_sum"), "parent_visits must be 'node' or 'children_sum'"),
+            (self.fpu in ("parent", "value"), "fpu must be 'parent' or 'value'"),
+            (self.leaves_per_game >= 1, "leaves_per_game must be >= 1"),
+            (self.virtual_loss >= 0, "virtual_loss must be >= 0"),
+            (self.dirichlet_alpha > 0, "dirichlet_alpha must be > 0"),
+            (0 <= self.dirichlet_weight <= 1, "dirichlet_weight must be in [0, 1]"),
+            (self.random_opening_plies >= 0 and self.explore_plies >= 0, "ply counts must be >= 0"),
+            (self.explore_temperature >= 0 and self.temperature >= 0, "temperatures must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"SearchConfig: {message}")
+
+    def replace(self, **changes: Any) -> SearchConfig:
+        """A copy with some fields changed; unknown names are an error."""
+        _check_keys(changes)
+        return dataclasses.replace(self, **changes)
+
+    def for_evaluation(self) -> SearchConfig:
+        """Evaluation play: no root noise, no random or exploratory plies (the arena applies
+        its own opening protocol)."""
+        return self.replace(root_noise=False, random_opening_plies=0, explore_plies=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        _check_keys(data)
+        return cls(**data)
+
+    def temperature_at(self, ply: int) -> float:
+        """Decision temperature at game ply ``ply``: ``inf`` (uniform, no search) in the random
+        opening, then ``explore_temperature``, then ``temperature``."""
+        if ply < self.random_opening_plies:
+            return math.inf
+        if ply < self.random_opening_plies + self.explore_plies:
+            return self.explore_temperature
+        return self.temperature
+
+
+def _check_keys(data: dict[str, Any]) -> None:
+    names = {f.name for f in dataclasses.fields(SearchConfig)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown SearchConfig key(s) {unknown}; valid: {sorted(names)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluators
+# ---------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """What the search asks of a network (or any other leaf evaluator). Batch-first numpy:
+
+    - ``pieces``: int8 ``[B, H, 2, k]``: cell of piece ID j of player p, h plies before the
+      leaf (h = 0: the leaf), -1 where that state is missing.
+    - ``to_move``: int8 ``[B]``: player to move at the leaf.
+    - ``legal``: int32 ``[B, M]``: policy indices ``piece_id * cells + e`` of the leaf's legal
+      moves in the first ``counts[b]`` entries, 0 after. ``counts[b] == 0`` when the only move
+      is the pass (no prior is needed).
+    - ``counts``: int32 ``[B]``.
+
+    Returns ``priors`` float32 ``[B, M]`` (entry i: prior of ``legal[b, i]``; renormalised by
+    the search) and ``values`` float32 ``[B]`` in [-1, 1] from the leaf mover's view.
+    An evaluator with a true class attribute ``needs_states`` is also passed
+    ``states=`` uint8 ``[B, STATE_BYTES]``, the leaves' engine states (rollouts need them).
+    """
+
+    def evaluate(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class UniformEvaluator:
+    """No knowledge: uniform priors over the legal moves, value 0 everywhere."""
+
+    needs_states: ClassVar[bool] = False
+
+    def evaluate(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        counts = np.asarray(counts)
+        m = legal.shape[1]
+        inv = (1.0 / np.maximum(counts, 1)).astype(np.float32)
+        priors = np.where(np.arange(m, dtype=np.int32)[None, :] < counts[:, None], inv[:, None], np.float32(0))
+        return priors.astype(np.float32, copy=False), np.zeros(len(counts), dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Results and decisions
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of one search at one root, and the move chosen from it."""
+
+    move: Move
+    """The move to play, ``(s, e)``; ``PASS`` when the pass is the only move."""
+    moves: np.ndarray
+    """int16 ``[n, 2]``: the root's legal moves (engine order)."""
+    actions: np.ndarray
+    """int32 ``[n]``: their policy indices (``PASS_ACTION`` for the pass)."""
+    visits: np.ndarray
+    """int32 ``[n]``: root visit counts per legal move (zeros when no search was run)."""
+    policy: np.ndarray
+    """float32 ``[k * cells]``: the visit distribution as a policy vector (the training
+    target; zeros when no search was run or the only move is the pass)."""
+    q: np.ndarray
+    """float32 ``[n]``: mean value of each move from the root mover's view (NaN: unvisited)."""
+    prior: np.ndarray
+    """float32 ``[n]``: root priors as searched (with noise, if any)."""
+    root_value: float
+    """Mean backed-up value at the root from the root mover's view (NaN without search)."""
+    simulations: int
+    """Visits of the root (the new simulations plus a kept subtree's)."""
+    temperature: float
+    """Decision temperature used; ``inf`` for a random-opening move (no search run)."""
+
+    @property
+    def searched(self) -> bool:
+        return self.simulations > 0
+
+    @property
+    def visit_distribution(self) -> np.ndarray:
+        """float32 ``[n]``: visits normalised over the legal moves (zeros without search)."""
+        total = int(self.visits.sum())
+        return (self.visits / total).astype(np.float32) if total else np.zeros(len(self.visits), np.float32)
+
+
+def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
+    """Index of the move to play: ``P(i) ~ visits[i] ** (1 / t)`` (the paper's decision rule).
+
+    ``t = inf``: uniform over all moves. ``t = 0``: the most visited, ties at random. The power
+    is taken in log space, so t = 0.01 does not overflow.
+    """
+    n = len(visits)
+    if n == 0:
+        raise ValueError("no move to choose from")
+    if math.isinf(temperature) or visits.sum() == 0:
+        return int(rng.integers(n))
+    if temperature == 0:
+        best = np.flatnonzero(visits == visits.max())
+        return int(best[rng.integers(len(best))])
+    with np.errstate(divide="ignore"):
+        logits = np.log(visits.astype(np.float64)) / temperature
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    return int(rng.choice(n, p=p))
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+# ---------------------------------------------------------------------------------------------
+
+
+class BatchedSearch:
+    """G games searched in lock-step: one evaluator call per round over all their leaves.
+
+    Each game has its own random generator (root noise, tie-breaks and the decision), so a
+    game's moves do not depend on which other games share the batch (given an evaluator whose
+    output for a row depends on that row only).
+    """
+
+    def __init__(
+        self,
+        rules: Rules | RulesTables,
+        num_games: int,
+        config: SearchConfig | None = None,
+        *,
+        history: int = 1,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.tables: RulesTables = rules if isinstance(rules, RulesTables) else tables_for(rules)
+        self.rules: Rules = self.tables.rules
+        self.config = config if config is not None else SearchConfig()
+        self.num_games = num_games
+        self.history = history
+        c = self.config
+        self.forest = SearchForest(
+            self.tables,
+            num_games,
+            history=history,
+            c_puct=c.c_puct,
+            parent_visits=c.parent_visits,
+            fpu=c.fpu,
+            fpu_value=c.fpu_value,
+            fpu_reduction=c.fpu_reduction,
+            leaves_per_game=c.leaves_per_game,
+            virtual_loss=c.virtual_loss,
+            dirichlet_alpha=c.dirichlet_alpha,
+            dirichlet_weight=c.dirichlet_weight,
+            node_capacity=c.num_simulations + 16,
+            edge_capacity=(c.num_simulations + 16) * 32,
+        )
+        rows = num_games * c.leaves_per_game
+        k, m = self.tables.k, self.tables.max_moves
+        # Caller-owned leaf buffers, reused every round; rows 0..n-1 are valid after select.
+        self._pieces = np.full((rows, history, 2, k), -1, dtype=np.int8)
+        self._to_move = np.zeros(rows, dtype=np.int8)
+        self._legal = np.zeros((rows, m), dtype=np.int32)
+        self._counts = np.zeros(rows, dtype=np.int32)
+        self._states = np.zeros((rows, STATE_BYTES), dtype=np.uint8)
+        self._games = np.zeros(rows, dtype=np.int32)
+        self._moves_buf = np.zeros((m, 2), dtype=np.int16)
+        self._rng = rng if rng is not None else np.random.default_rng()
+        self._game_rngs: list[np.random.Generator | None] = [None] * num_games
+        #: Rounds (evaluator calls) and leaves evaluated since construction.
+        self.rounds = 0
+        self.leaves = 0
+
+    # -- roots ---------------------------------------------------------------------------------
+
+    def set_root(
+        self, g: int, state: State, history: np.ndarray | None = None, *, rng: np.random.Generator | None = None
+    ) -> None:
+        """Start game ``g`` afresh at ``state``.
+
+        ``history``: int8 ``[h, 2, k]`` piece lists, ``history[0]`` for ``state`` and then the
+        states before it (the IDs the game has carried); canonical IDs without it. ``rng``: the
+        game's generator (default: one drawn from the search's own).
+        """
+        game_rng = rng if rng is not None else np.random.default_rng(int(self._rng.integers(2**63)))
+        self._game_rngs[g] = game_rng
+        self.forest.set_root(g, state, history, seed=int(game_rng.integers(2**63)))
+
+    def play(self, g: int, move: Sequence[int]) -> bool:
+        """Play ``move`` in game ``g``; returns True when the searched subtree was kept."""
+        return bool(self.forest.advance(g, int(move[0]), int(move[1]), reuse=self.config.reuse_tree))
+
+    def is_active(self, g: int) -> bool:
+        """Whether game ``g`` has a position to search (set and not over)."""
+        return bool(self.forest.is_active(g))
+
+    # -- search --------------------------------------------------------------------------------
+
+    def run(self, evaluator: Evaluator) -> None:
+        """Run rounds until every started game has used its simulations."""
+        forest = self.forest
+        wants_states = bool(getattr(evaluator, "needs_states", False))
+        states = self._states if wants_states else None
+        while True:
+            n = forest.select(self._pieces, self._to_move, self._legal, self._counts, states, self._games)
+            if n == 0:
+                if forest.pending_simulations() == 0:
+                    return
+                continue  # every descent of this round ended in a finished game
+            args = (self._pieces[:n], self._to_move[:n], self._legal[:n], self._counts[:n])
+            if wants_states:
+                priors, values = evaluator.evaluate(*args, states=self._states[:n])  # type: ignore[call-arg]
+            else:
+                priors, values = evaluator.evaluate(*args)
+            forest.expand_and_backup(
+                np.ascontiguousarray(priors, dtype=np.float32), np.ascontiguousarray(values, dtype=np.float32)
+            )
+            self.rounds += 1
+            self.leaves += n
+
+    def search(self, evaluator: Evaluator, games: Sequence[int] | None = None) -> list[SearchResult | None]:
+        """Search ``games`` (default: every active game) and decide a move for each.
+
+        Returns one entry per game of the forest: a :class:`SearchResult` for the games searched,
+        None for the others. Games in the random opening get a uniform random move and no search.
+        """
+        cfg = self.config
+        if games is None:
+            games = [g for g in range(self.num_games) if self.forest.is_active(g)]
+        temps: dict[int, float] = {}
+        for g in games:
+            if not self.forest.is_active(g):
+                raise ValueError(f"game {g} has no position to search (over, or never set)")
+            _, ply, _ = self.forest.root_state(g)
+            temps[g] = cfg.temperature_at(ply)
+            if not math.isinf(temps[g]):
+                self.forest.start(g, cfg.num_simulations, noise=cfg.root_noise)
+        self.run(evaluator)
+        results: list[SearchResult | None] = [None] * self.num_games
+        for g in games:
+            results[g] = self._result(g, temps[g])
+        return results
+
+    def _result(self, g: int, temperature: float) -> SearchResult:
+        rng = self._game_rngs[g]
+        assert rng is not None
+        m = self.tables.max_moves
+        moves = np.zeros((m, 2), dtype=np.int16)
+        actions = np.zeros(m, dtype=np.int32)
+        visits = np.zeros(m, dtype=np.int32)
+        q = np.zeros(m, dtype=np.float32)
+        prior = np.zeros(m, dtype=np.float32)
+        n, root_n, root_value = self.forest.root_stats(g, moves, actions, visits, q, prior)
+        if n == 0 or math.isinf(temperature):  # no search ran: the legal moves without statistics
+            visits[:] = 0
+            prior[:] = 0
+            root_n, root_value = 0, math.nan
+            n = self.forest.root_moves(g, moves)
+            to_move, _, pieces = self.forest.root_state(g)
+            cells = self.tables.cells
+            for i in range(n):
+                s, e = int(moves[i, 0]), int(moves[i, 1])
+                actions[i] = PASS_ACTION if s < 0 else int(np.flatnonzero(pieces[to_move] == s)[0]) * cells + e
+            q[:n] = np.nan
+        moves, actions, visits, q, prior = moves[:n], actions[:n], visits[:n], q[:n], prior[:n]
+        policy = np.zeros(self.tables.k * self.tables.cells, dtype=np.float32)
+        total = int(visits.sum())
+        if total:
+            ok = actions >= 0
+            policy[actions[ok]] = visits[ok] / total
+        i = choose_move(visits, temperature, rng)
+        move = (int(moves[i, 0]), int(moves[i, 1]))
+        return SearchResult(
+            move=PASS if move[0] < 0 else move,
+            moves=moves,
+            actions=actions,
+            visits=visits,
+            policy=policy,
+            q=q,
+            prior=prior,
+            root_value=float(root_value),
+            simulations=int(root_n),
+            temperature=temperature,
+        )
+
+
+def run_search(
+    states: Sequence[State],
+    evaluator: Evaluator,
+    config: SearchConfig | None = None,
+    rng: np.random.Generator | None = None,
+    *,
+    histories: Sequence[np.ndarray | None] | None = None,
+    history: int = 1,
+) -> list[SearchResult]:
+    """Search each of ``states`` (fresh trees, one batch) and return one result per state.
+
+    Game i's generator is the i-th of ``rng.spawn(len(states))``.
+    """
+    if not states:
+        return []
+    rng = rng if rng is not None else np.random.default_rng()
+    search = BatchedSearch(states[0].tables, len(states), config, history=history, rng=rng)
+    for g, (state, game_rng) in enumerate(zip(states, rng.spawn(len(states)))):
+        search.set_root(g, state, None if histories is None else histories[g], rng=game_rng)
+    results = search.search(evaluator, list(range(len(states))))
+    return [r for r in results if r is not None]
+

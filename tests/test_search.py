@@ -1,0 +1,509 @@
+"""The batched tree search (ccengine._search, ccengine.search): bookkeeping, values, batching,
+noise, reuse, and finding short wins on small boards."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ccengine import parse_position, preset
+from ccengine._core import State, tables_for
+from ccengine.encoding import canonical_ids
+from ccengine.reference import ReferenceState
+from ccengine.search import (
+    PASS_ACTION,
+    BatchedSearch,
+    RolloutEvaluator,
+    SearchConfig,
+    SearchForest,
+    UniformEvaluator,
+    canonical_pieces,
+    choose_move,
+    run_search,
+)
+
+SMALL = preset("small-4-3")
+CC49 = preset("cc49")
+PAPER = preset("paper")
+
+# Deterministic evaluation play: no noise, no random or exploratory plies, most visited move.
+EVAL = SearchConfig(num_simulations=200).for_evaluation().replace(temperature=0.0)
+
+# x to move wins at once with (1,2) -> (0,2): its goal (0,2),(0,3),(1,3) is then full.
+WIN_IN_ONE = "...x/..xx/o.o./o... x 10"
+# x to move: no win in one, but (2,2) -> (1,2) wins next move whatever o does.
+WIN_IN_TWO = "oo.x/o..x/..x./.... x 10"
+
+
+def state_of(rules, text):
+    pos = parse_position(rules, text)
+    return State(rules, pos.board, pos.to_move, pos.ply)
+
+
+def ref_of(rules, text):
+    pos = parse_position(rules, text)
+    return ReferenceState(rules, pos.board, pos.to_move, pos.ply)
+
+
+def mirrored(rules, text):
+    """The same position with colours swapped and the board turned 180 degrees: o to move."""
+    pos = parse_position(rules, text)
+    cells = rules.cells
+    board = [-1] * cells
+    for i, v in enumerate(pos.board):
+        if v >= 0:
+            board[cells - 1 - i] = 1 - v
+    return State(rules, board, 1 - pos.to_move, pos.ply), (lambda i: cells - 1 - i)
+
+
+def cell(rules, r, c):
+    return r * rules.n + c
+
+
+class HashEvaluator:
+    """Deterministic per row: priors and value are a function of the leaf's piece lists only."""
+
+    def __init__(self, with_value=True):
+        self.with_value = with_value
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        b, m = legal.shape
+        priors = np.zeros((b, m), np.float32)
+        values = np.zeros(b, np.float32)
+        for i in range(b):
+            key = int.from_bytes(pieces[i, 0].tobytes(), "little") ^ int(to_move[i])
+            rng = np.random.default_rng(key % (2**63))
+            priors[i, : counts[i]] = rng.random(counts[i]) + 0.05
+            if self.with_value:
+                values[i] = rng.uniform(-0.5, 0.5)
+        return priors, values
+
+
+class RecordingEvaluator(UniformEvaluator):
+    """Uniform, and keeps a copy of every batch."""
+
+    def __init__(self):
+        self.batches = []
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        self.batches.append((pieces.copy(), to_move.copy(), legal.copy(), counts.copy()))
+        return super().evaluate(pieces, to_move, legal, counts)
+
+
+def forced_win_in_two(ref, move):
+    """Whether after ``move`` every reply of the opponent allows a winning move."""
+    mover = ref.to_move
+    ref.play(move)
+    try:
+        if ref.is_terminal():
+            return ref.result() == (1 if mover == 0 else -1)
+        for reply in ref.legal_moves():
+            ref.play(reply)
+            try:
+                if ref.is_terminal():
+                    if ref.result() != (1 if mover == 0 else -1):
+                        return False
+                    continue
+                wins = False
+                for m2 in ref.legal_moves():
+                    ref.play(m2)
+                    wins = ref.is_terminal() and ref.result() == (1 if mover == 0 else -1)
+                    ref.undo()
+                    if wins:
+                        break
+                if not wins:
+                    return False
+            finally:
+                ref.undo()
+        return True
+    finally:
+        ref.undo()
+
+
+# ---------------------------------------------------------------------------------------------
+# Piece IDs
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rules", [SMALL, CC49, preset("cc81")])
+def test_canonical_pieces_match_encoding(rules):
+    rng = np.random.default_rng(0)
+    state = State(rules)
+    for _ in range(30):
+        assert np.array_equal(canonical_pieces(state), canonical_ids(rules, state.board))
+        if state.is_terminal():
+            break
+        moves = state.legal_moves()
+        state.play(moves[rng.integers(len(moves))])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bookkeeping
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("leaves", [1, 4])
+@pytest.mark.parametrize("parent_visits", ["node", "children_sum"])
+def test_visit_counts_add_up(leaves, parent_visits):
+    cfg = EVAL.replace(num_simulations=150, leaves_per_game=leaves, parent_visits=parent_visits)
+    search = BatchedSearch(CC49, 3, cfg, rng=np.random.default_rng(0))
+    for g in range(3):
+        search.set_root(g, State(CC49))
+    results = search.search(HashEvaluator())
+    for g, res in enumerate(results):
+        assert res.simulations == 150
+        # one simulation expanded the root, every other one went through a child
+        assert res.visits.sum() == 149
+        assert math.isclose(res.policy.sum(), 1.0, rel_tol=1e-5)
+        assert search.forest.check_invariants(g)
+        moves, visits, _, priors, n_node = search.forest.node_edges(g)
+        assert n_node == 150 and visits.sum() == 149
+        assert math.isclose(float(priors.sum()), 1.0, rel_tol=1e-5)
+
+
+def test_select_writes_buffers_and_refuses_misuse():
+    tables = tables_for(SMALL)
+    forest = SearchForest(tables, 2, history=2)
+    forest.set_root(0, State(SMALL))
+    forest.set_root(1, State(SMALL))
+    forest.start(0, 5)
+    forest.start(1, 5)
+    rows, m, k = 2, tables.max_moves, tables.k
+    pieces = np.zeros((rows, 2, 2, k), np.int8)
+    to_move = np.zeros(rows, np.int8)
+    legal = np.full((rows, m), 99, np.int32)
+    counts = np.zeros(rows, np.int32)
+    games = np.zeros(rows, np.int32)
+    n = forest.select(pieces, to_move, legal, counts, None, games)
+    assert n == 2 and list(games) == [0, 1]
+    start_moves = State(SMALL).legal_moves()
+    assert counts[0] == len(start_moves)
+    ids = canonical_pieces(State(SMALL))
+    expected = [int(np.flatnonzero(ids[0] == s)[0]) * SMALL.cells + e for s, e in start_moves]
+    assert list(legal[0, : counts[0]]) == expected
+    assert not legal[0, counts[0] :].any()
+    assert (pieces[:, 1] == -1).all()  # no history before a fresh root
+    with pytest.raises(RuntimeError):
+        forest.select(pieces, to_move, legal, counts)
+    with pytest.raises(ValueError):
+        forest.expand_and_backup(np.zeros((1, m), np.float32), np.zeros(1, np.float32))
+    forest.expand_and_backup(np.ones((rows, m), np.float32), np.zeros(rows, np.float32))
+    with pytest.raises(ValueError):
+        forest.select(np.zeros((rows, 3, 2, k), np.int8), to_move, legal, counts)
+
+
+def test_virtual_loss_spreads_the_leaves_of_one_round():
+    tables = tables_for(CC49)
+    forest = SearchForest(tables, 1, leaves_per_game=4)
+    forest.set_root(0, State(CC49))
+    forest.start(0, 9)
+    rows, m, k = 4, tables.max_moves, tables.k
+    bufs = (np.zeros((rows, 1, 2, k), np.int8), np.zeros(rows, np.int8), np.zeros((rows, m), np.int32),
+            np.zeros(rows, np.int32))
+    uniform = UniformEvaluator()
+    sizes = []
+    while forest.pending_simulations():
+        n = forest.select(*bufs)
+        sizes.append(n)
+        leaves = {bufs[0][i].tobytes() for i in range(n)}
+        assert len(leaves) == n  # distinct positions: the in-flight ones are avoided
+        forest.expand_and_backup(*uniform.evaluate(*(b[:n] for b in bufs)))
+    assert sizes == [1, 4, 4]  # the fresh root alone, then four leaves a round
+    assert forest.check_invariants(0)
+
+
+def test_leaf_history_follows_the_path_and_the_game():
+    rules = CC49
+    rng = np.random.default_rng(3)
+    state = State(rules)
+    ids = canonical_pieces(state)
+    lists = [ids.copy()]
+    for _ in range(3):  # a short game, tracking piece IDs by hand
+        moves = state.legal_moves()
+        s, e = moves[rng.integers(len(moves))]
+        cur = lists[-1].copy()
+        cur[state.to_move][cur[state.to_move] == s] = e
+        state.play((s, e))
+        lists.append(cur)
+    history = np.stack(lists[::-1])  # [4, 2, k]: the root first
+    rec = RecordingEvaluator()
+    search = BatchedSearch(rules, 1, EVAL.replace(num_simulations=60), history=4, rng=np.random.default_rng(0))
+    search.set_root(0, state, history)
+    search.search(rec)
+    first_pieces = rec.batches[0][0][0]
+    assert np.array_equal(first_pieces, history)  # the root's leaf reports the game's history
+    for pieces, to_move, _, _ in rec.batches[1:]:
+        for row, mover_now in zip(pieces, to_move):
+            for h in range(3):
+                newer, older = row[h], row[h + 1]
+                # one ply separates them: only the piece of the player who moved changed
+                mover = (int(mover_now) + h + 1) % 2
+                assert np.array_equal(newer[1 - mover], older[1 - mover])
+                assert (newer[mover] != older[mover]).sum() <= 1
+    with pytest.raises(ValueError):
+        bad = history.copy()
+        bad[0, 0, 0] = bad[0, 1, 0]  # a cell of the other player
+        search.set_root(0, state, bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Values and wins
+# ---------------------------------------------------------------------------------------------
+
+
+def test_finds_a_win_in_one_with_exact_value():
+    state = state_of(SMALL, WIN_IN_ONE)
+    win = (cell(SMALL, 1, 2), cell(SMALL, 0, 2))
+    [res] = run_search([state], UniformEvaluator(), EVAL, np.random.default_rng(0))
+    assert res.move == win
+    i = [tuple(m) for m in res.moves.tolist()].index(win)
+    assert res.q[i] == 1.0  # terminal values are exact
+    assert res.root_value > 0.8
+
+
+@pytest.mark.parametrize("parent_visits", ["node", "children_sum"])
+def test_value_sign_for_both_players(parent_visits):
+    cfg = EVAL.replace(parent_visits=parent_visits)
+    state, flip = mirrored(SMALL, WIN_IN_ONE)
+    win = (flip(cell(SMALL, 1, 2)), flip(cell(SMALL, 0, 2)))
+    [res] = run_search([state], UniformEvaluator(), cfg, np.random.default_rng(1))
+    assert state.to_move == 1
+    assert res.move == win
+    assert res.root_value > 0.8
+    # after the win the loser is to move in a finished game: nothing to search
+    search = BatchedSearch(SMALL, 1, cfg, rng=np.random.default_rng(0))
+    search.set_root(0, state)
+    search.play(0, win)
+    assert not search.is_active(0)
+
+
+def test_lost_position_has_negative_value():
+    # o to move, but x threatens (1,2) -> (0,2) and o cannot stop it (o's own win is far away)
+    text = "...x/..xx/o.o./o... o 10"
+    [res] = run_search([state_of(SMALL, text)], UniformEvaluator(), EVAL.replace(num_simulations=400),
+                       np.random.default_rng(0))
+    assert res.root_value < -0.5
+
+
+@pytest.mark.parametrize("evaluator", ["uniform", "rollout"])
+def test_finds_a_forced_win_in_two(evaluator):
+    state = state_of(SMALL, WIN_IN_TWO)
+    ref = ref_of(SMALL, WIN_IN_TWO)
+    assert not any(forced_win_in_two(ref, m) and _wins_now(ref, m) for m in ref.legal_moves())
+    ev = UniformEvaluator() if evaluator == "uniform" else RolloutEvaluator(tables_for(SMALL), policy="random")
+    [res] = run_search([state], ev, EVAL.replace(num_simulations=1500), np.random.default_rng(0))
+    assert forced_win_in_two(ref, res.move)
+    assert res.root_value > 0.5
+
+
+def _wins_now(ref, move):
+    mover = ref.to_move
+    ref.play(move)
+    won = ref.is_terminal() and ref.result() == (1 if mover == 0 else -1)
+    ref.undo()
+    return won
+
+
+def test_finished_root_is_refused():
+    state = state_of(SMALL, WIN_IN_ONE)
+    state.play((cell(SMALL, 1, 2), cell(SMALL, 0, 2)))
+    assert state.is_terminal()
+    forest = SearchForest(tables_for(SMALL), 1)
+    forest.set_root(0, state)
+    assert not forest.is_active(0)
+    with pytest.raises(ValueError):
+        forest.start(0, 10)
+
+
+def test_rollout_values_are_exact_near_the_end_and_repeatable():
+    tables = tables_for(SMALL)
+    ev = RolloutEvaluator(tables, policy="greedy", seed=7)
+    search = BatchedSearch(SMALL, 1, EVAL.replace(num_simulations=50), rng=np.random.default_rng(0))
+    search.set_root(0, state_of(SMALL, WIN_IN_ONE))
+    [res] = [r for r in search.search(ev) if r is not None]
+    # the win now is exact; the other moves are proven by deterministic-enough playouts, and
+    # (1,3) -> (0,2) also wins a move later, so both score +1
+    win = [tuple(m) for m in res.moves.tolist()].index((cell(SMALL, 1, 2), cell(SMALL, 0, 2)))
+    assert res.q[win] == 1.0
+    assert ref_of(SMALL, WIN_IN_ONE) and forced_win_in_two(ref_of(SMALL, WIN_IN_ONE), res.move)
+    # same states, same values: rollouts are seeded by the leaf state, not by the batch
+    s1 = State(CC49)
+    buf = np.frombuffer(_state_bytes(s1), np.uint8)[None, :].repeat(3, 0).copy()
+    legal = np.zeros((3, tables_for(CC49).max_moves), np.int32)
+    counts = np.full(3, 10, np.int32)
+    ev49 = RolloutEvaluator(tables_for(CC49), policy="random", seed=1)
+    _, v1 = ev49.evaluate(None, None, legal, counts, states=buf)
+    _, v2 = ev49.evaluate(None, None, legal[:1], counts[:1], states=buf[:1])
+    assert v1[0] == v1[1] == v1[2] == v2[0]
+    assert np.all(np.abs(v1) <= 1)
+
+
+def _state_bytes(state):
+    """The engine state of a root, as select() writes it."""
+    forest = SearchForest(state.tables, 1)
+    forest.set_root(0, state)
+    forest.start(0, 1)
+    t = state.tables
+    buf = np.zeros((1, forest_state_bytes()), np.uint8)
+    forest.select(np.zeros((1, 1, 2, t.k), np.int8), np.zeros(1, np.int8), np.zeros((1, t.max_moves), np.int32),
+                  np.zeros(1, np.int32), buf)
+    return buf[0].tobytes()
+
+
+def forest_state_bytes():
+    from ccengine.search import STATE_BYTES
+
+    return STATE_BYTES
+
+
+# ---------------------------------------------------------------------------------------------
+# Batching, noise, decisions, reuse
+# ---------------------------------------------------------------------------------------------
+
+
+def _positions(rules, count, plies, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        state = State(rules)
+        for _ in range(plies):
+            moves = state.legal_moves()
+            state.play(moves[rng.integers(len(moves))])
+            if state.is_terminal():
+                break
+        if not state.is_terminal():
+            out.append(state)
+    return out
+
+
+@pytest.mark.parametrize("leaves", [1, 3])
+def test_batch_equals_one_game_at_a_time(leaves):
+    rules = CC49
+    states = _positions(rules, 4, 12, seed=5)
+    cfg = SearchConfig(num_simulations=120, leaves_per_game=leaves, random_opening_plies=0, explore_plies=3)
+    seeds = [11, 22, 33, 44]
+    ev = HashEvaluator()
+    batch = BatchedSearch(rules, 4, cfg, history=2, rng=np.random.default_rng(0))
+    singles = [BatchedSearch(rules, 1, cfg, history=2, rng=np.random.default_rng(99)) for _ in states]
+    for g, state in enumerate(states):
+        batch.set_root(g, state, rng=np.random.default_rng(seeds[g]))
+        singles[g].set_root(0, state, rng=np.random.default_rng(seeds[g]))
+    for _ in range(3):  # three moves each, with tree reuse, noise and temperature
+        together = batch.search(ev)
+        for g in range(4):
+            [alone] = [r for r in singles[g].search(ev) if r is not None]
+            assert together[g].move == alone.move
+            assert np.array_equal(together[g].visits, alone.visits)
+            assert np.array_equal(together[g].prior, alone.prior)
+            batch.play(g, together[g].move)
+            singles[g].play(0, alone.move)
+
+
+def test_noise_touches_the_root_only():
+    state = State(CC49)
+    cfg = SearchConfig(num_simulations=300, random_opening_plies=0, explore_plies=0)
+    out = {}
+    for noise in (False, True):
+        search = BatchedSearch(CC49, 1, cfg.replace(root_noise=noise), rng=np.random.default_rng(0))
+        search.set_root(0, state, rng=np.random.default_rng(4))
+        [res] = [r for r in search.search(HashEvaluator(with_value=False)) if r is not None]
+        out[noise] = (res, search.forest)
+    (plain, forest_plain), (noisy, forest_noisy) = out[False], out[True]
+    root_plain, root_noisy = plain.prior, noisy.prior
+    both = [tuple(int(x) for x in m) for m, a, b in zip(plain.moves, plain.visits, noisy.visits) if a > 1 and b > 1]
+    assert both
+    child_plain = forest_plain.node_edges(0, [both[0]])[3]
+    child_noisy = forest_noisy.node_edges(0, [both[0]])[3]
+    assert not np.allclose(root_plain, root_noisy)
+    assert math.isclose(float(root_noisy.sum()), 1.0, rel_tol=1e-5)
+    assert np.all(root_noisy >= 0.75 * root_plain - 1e-6)  # (1 - w) P + w noise with w = 0.25
+    assert np.array_equal(child_plain, child_noisy)
+
+
+def test_noise_is_mixed_once_per_root():
+    cfg = SearchConfig(num_simulations=50, random_opening_plies=0)
+    search = BatchedSearch(CC49, 1, cfg, rng=np.random.default_rng(0))
+    search.set_root(0, State(CC49))
+    first = search.search(UniformEvaluator())[0].prior
+    second = search.search(UniformEvaluator())[0].prior  # same root again: no second helping
+    assert np.array_equal(first, second)
+
+
+def test_choose_move_and_temperature_schedule():
+    rng = np.random.default_rng(0)
+    visits = np.array([5, 90, 90, 5])
+    picks = {choose_move(visits, 0.0, rng) for _ in range(50)}
+    assert picks == {1, 2}
+    assert {choose_move(np.array([1, 0, 0]), math.inf, rng) for _ in range(100)} == {0, 1, 2}
+    assert choose_move(np.array([1000, 1200, 3]), 0.01, rng) == 1  # no overflow
+    counts = np.bincount([choose_move(np.array([1, 3]), 1.0, rng) for _ in range(4000)], minlength=2)
+    assert 0.70 < counts[1] / 4000 < 0.80
+    cfg = SearchConfig()
+    assert [cfg.temperature_at(p) for p in (0, 5, 6, 15, 16)] == [math.inf, math.inf, 2.0, 2.0, 0.01]
+    with pytest.raises(ValueError):
+        cfg.replace(c_puct_typo=1.0)
+    with pytest.raises(ValueError):
+        SearchConfig.from_dict({"num_simulations": 10, "bogus": 1})
+    assert SearchConfig.from_dict(cfg.to_dict()) == cfg
+    ev = cfg.for_evaluation()
+    assert not ev.root_noise and ev.temperature_at(0) == 0.01
+
+
+def test_random_opening_moves_skip_the_search():
+    cfg = SearchConfig(num_simulations=50)
+    search = BatchedSearch(CC49, 2, cfg, rng=np.random.default_rng(0))
+    for g in range(2):
+        search.set_root(g, State(CC49))
+    ev = RecordingEvaluator()
+    results = search.search(ev)
+    assert not ev.batches
+    for res in results:
+        assert not res.searched and math.isinf(res.temperature)
+        assert res.move in {tuple(m) for m in res.moves.tolist()}
+        assert res.policy.sum() == 0
+
+
+def test_tree_reuse_keeps_the_subtree():
+    cfg = SearchConfig(num_simulations=400, random_opening_plies=0, explore_plies=0, root_noise=False)
+    search = BatchedSearch(CC49, 1, cfg, history=2, rng=np.random.default_rng(0))
+    search.set_root(0, State(CC49))
+    [res] = [r for r in search.search(HashEvaluator()) if r is not None]
+    move = res.move
+    moves, visits, wsum, priors, n_child = search.forest.node_edges(0, [move])
+    assert n_child > 1
+    assert search.play(0, move)  # kept
+    assert search.forest.check_invariants(0)
+    moves2, visits2, wsum2, priors2, n_root = search.forest.node_edges(0)
+    assert n_root == n_child
+    assert np.array_equal(moves, moves2) and np.array_equal(visits, visits2)
+    assert np.array_equal(wsum, wsum2) and np.array_equal(priors, priors2)
+    nodes, _, _ = search.forest.tree_size(0)
+    assert nodes <= n_child  # the rest of the old tree is gone
+    [res2] = [r for r in search.search(HashEvaluator()) if r is not None]
+    assert res2.simulations == n_child + 400
+    assert search.forest.check_invariants(0)
+    # the history moved on with the root
+    hist = search.forest.root_history(0)
+    assert np.array_equal(hist[1], canonical_pieces(State(CC49)))
+    # without reuse the tree restarts
+    fresh = BatchedSearch(CC49, 1, cfg.replace(reuse_tree=False), rng=np.random.default_rng(0))
+    fresh.set_root(0, State(CC49))
+    fresh.search(HashEvaluator())
+    assert not fresh.play(0, move)
+    assert fresh.forest.tree_size(0)[0] == 1
+
+
+def test_illegal_move_at_root_is_refused():
+    search = BatchedSearch(SMALL, 1, EVAL, rng=np.random.default_rng(0))
+    search.set_root(0, State(SMALL))
+    with pytest.raises(ValueError):
+        search.play(0, (0, 1))
+
+
+def test_paper_rules_and_pass_action_constant():
+    # the paper preset (mirror hops): a search runs and all policy indices are in range
+    [res] = run_search([State(PAPER)], UniformEvaluator(), EVAL.replace(num_simulations=50), np.random.default_rng(0))
+    assert res.actions.min() >= 0 and res.actions.max() < PAPER.k * PAPER.cells
+    assert PASS_ACTION == -1
