@@ -202,7 +202,7 @@ PlayerFactory = Callable[..., Player]
 
 #: Modules imported on the first SPEC that names no registered player: they register more
 #: players (the search module: ``mcts``, ``mcts-rollout``). A module that is missing is skipped.
-PLUGIN_MODULES: list[str] = ["ccengine.search"]
+PLUGIN_MODULES: list[str] = ["ccengine.search_player"]
 
 
 @dataclass(frozen=True)
@@ -305,7 +305,10 @@ def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
 def make_player(spec: str, rules: Rules, seed: SeedLike = None) -> Player:
     """Build the player a SPEC names, for games of ``rules``, its random stream from ``seed``."""
     kind, options = parse_spec(spec)
-    player = kind.factory(rules, seed, **options)
+    try:
+        player = kind.factory(rules, seed, **options)
+    except (ValueError, FileNotFoundError) as exc:  # a model file that is missing or unfit
+        raise PlayerSpecError(f"player {spec!r}: {exc}") from None
     # The name is the SPEC so that results say exactly what played (options included).
     try:
         player.name = spec.strip()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -394,6 +395,31 @@ class BatchedSearch:
         for g in games:
             results[g] = self._result(g, temps[g])
         return results
+
+    def think(
+        self, g: int, evaluator: Evaluator, simulations: int, *, seconds: float | None = None, chunk: int = 64
+    ) -> SearchResult:
+        """Search game ``g`` alone: ``simulations`` of them, or, with ``seconds``, chunks of
+        ``chunk`` until the time is up (at least one chunk); decide with ``config.temperature``.
+
+        This is how a player thinks in a match or behind the engine protocol (``go nodes`` /
+        ``go movetime``); self-play uses :meth:`search` over all games at once.
+        """
+        if not self.forest.is_active(g):
+            raise ValueError(f"game {g} has no position to search (over, or never set)")
+        noise = self.config.root_noise
+        if seconds is None:
+            self.forest.start(g, simulations, noise=noise)
+            self.run(evaluator)
+        else:
+            deadline = time.perf_counter() + seconds
+            while True:
+                self.forest.start(g, chunk, noise=noise)
+                self.run(evaluator)
+                noise = False  # the root's noise is mixed in once
+                if time.perf_counter() >= deadline:
+                    break
+        return self._result(g, self.config.temperature)
 
     def _result(self, g: int, temperature: float) -> SearchResult:
         rng = self._game_rngs[g]

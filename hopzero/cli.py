@@ -335,7 +335,7 @@ def _cmd_move(args: argparse.Namespace) -> int:
 
 
 def _add_bench(sub: Any) -> None:
-    p = sub.add_parser("bench", help="benchmarks: movegen")
+    p = sub.add_parser("bench", help="benchmarks: movegen, selfplay")
     what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     what.required = True
     m = what.add_parser("movegen", help="legal-move generation: Cython engine against the reference")
@@ -346,6 +346,15 @@ def _add_bench(sub: Any) -> None:
     m.add_argument("--min-time", type=_float_arg, default=0.5, metavar="SEC", help="seconds per timing (default 0.5)")
     _add_json(m)
     m.set_defaults(func=_cmd_bench_movegen)
+    sp = what.add_parser("selfplay", help="self-play simulations per second on one core, against the network alone")
+    _add_preset(sp)
+    sp.add_argument("--games", type=_int_arg(1), default=128, metavar="G", help="concurrent games (default 128)")
+    sp.add_argument("--sims", type=_int_arg(1), default=175, metavar="S", help="simulations per move (default 175)")
+    sp.add_argument("--seconds", type=_float_arg, default=20.0, metavar="SEC", help="self-play time (default 20)")
+    sp.add_argument("--encoding", choices=("paper", "general"), default="paper", help="network input (default paper)")
+    sp.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="seed (default 0)")
+    _add_json(sp)
+    sp.set_defaults(func=_cmd_bench_selfplay)
 
 
 def _read_positions(rules: Rules, path: str) -> list[Position]:
@@ -460,6 +469,22 @@ def _cmd_bench_movegen(args: argparse.Namespace) -> int:
     if not agree:
         sys.stderr.write("hopzero bench movegen: error: the engines disagree on some position's legal moves\n")
         return 1
+    return 0
+
+
+def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
+    from hopzero.bench_selfplay import bench_selfplay
+
+    result = bench_selfplay(
+        args.preset, games=args.games, simulations=args.sims, seconds=args.seconds, encoding=args.encoding, seed=args.seed
+    )
+    data = {**result.to_dict(), "machine": _machine()}
+    text = (
+        f"{result.sims_per_s_per_core:,.0f} simulations/s on one core ({result.games} games, batch "
+        f"{result.batch_size:.0f}); the network alone {result.nn_evals_per_s_per_core:,.0f} evaluations/s; "
+        f"ratio {result.ratio:.2f}"
+    )
+    _emit(args, data, text)
     return 0
 
 

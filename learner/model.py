@@ -265,21 +265,25 @@ class PolicyValueNet(nn.Module):
 # ---- checkpoints ------------------------------------------------------------------------------
 
 
-def net_state(model: PolicyValueNet) -> dict[str, Any]:
+def net_state(model: PolicyValueNet, input: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"format", "config", "state_dict"}``: plain types and CPU tensors only, so that
-    ``torch.load(..., weights_only=True)`` reads it back."""
-    return {
+    ``torch.load(..., weights_only=True)`` reads it back. ``input`` (plain data: the encoding
+    name, history, preset, versions) is stored as ``"input"`` so players know how to feed it."""
+    state: dict[str, Any] = {
         "format": NET_FORMAT,
         "config": model.config.to_dict(),
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
     }
+    if input is not None:
+        state["input"] = dict(input)
+    return state
 
 
-def save_net(model: PolicyValueNet, path: str | os.PathLike[str]) -> None:
+def save_net(model: PolicyValueNet, path: str | os.PathLike[str], input: Mapping[str, Any] | None = None) -> None:
     """Write :func:`net_state` to ``path`` atomically (temporary file, then rename)."""
     path = os.fspath(path)
     tmp = f"{path}.tmp.{os.getpid()}"
-    torch.save(net_state(model), tmp)
+    torch.save(net_state(model, input), tmp)
     os.replace(tmp, path)
 
 

@@ -160,3 +160,19 @@ def test_bad_input_is_an_error_line_and_the_engine_goes_on(engine, command):
     e.send("go nodes 1")
     assert e.until("bestmove")[-1].startswith("bestmove ")
     assert e.close() == 0
+
+
+def test_search_player_behind_the_protocol(engine):
+    """``go nodes`` overrides the player's simulations; ``analyze`` reports visit shares."""
+    e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=2000", "--seed", "1")
+    e.send("position startpos")
+    e.send("analyze topk 40")
+    data = json.loads(e.until("analysis")[-1][len("analysis ") :])
+    assert abs(sum(m["policy"] for m in data["moves"]) - 1.0) < 1e-3 and -1 <= data["value"] <= 1
+    e.send("go nodes 30")
+    best = e.until("bestmove")[-1].split()[1]
+    path = [int(c) for c in best.split("-")]
+    assert (path[0], path[-1]) in new_state(preset("small-5-6")).legal_moves()
+    e.send("go movetime 100")
+    assert e.until("bestmove")[-1].startswith("bestmove ")
+    assert e.close() == 0

@@ -1,0 +1,195 @@
+"""Players that think: the batched tree search behind the ``Player`` interface.
+
+Registered SPECs (usable in ``hopzero match``, ``move``, ``play`` and ``engine``):
+
+- ``mcts:model=PATH,sims=S``: network-guided search. ``model`` is a network file, a learner
+  checkpoint, a run directory (its current best model) or ``shipped`` (the model packaged for the
+  game's preset); without ``model``, a uniform prior and a zero value.
+- ``mcts-rollout:sims=S,rollout=greedy|random``: classic MCTS whose leaves are valued by playouts
+  in C, no network.
+
+In a match these players play their strongest: no root noise, no random or exploratory plies,
+the most visited move. The network is loaded lazily (``learner`` imports torch), so the
+rollout player needs no PyTorch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .encoding import PieceTracker
+from .players import SeedLike, register_player
+from .rules import PASS, Rules
+from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult, UniformEvaluator
+
+__all__ = ["SearchPlayer", "game_piece_history"]
+
+Move = tuple[int, int]
+
+
+def game_piece_history(rules: Rules, state: Any, depth: int) -> np.ndarray:
+    """Piece lists ``[depth, 2, k]`` of ``state`` and the states before it, IDs tracked from the
+    earliest state the game object remembers (its undo history), as in a training record."""
+    boards = [tuple(state.board)]
+    past = state.copy()
+    sides = [state.to_move]
+    while True:
+        try:
+            past.undo()
+        except ValueError:
+            break
+        boards.append(tuple(past.board))
+        sides.append(past.to_move)
+    boards.reverse()
+    sides.reverse()
+    tracker = PieceTracker(rules, boards[0], sides[0])
+    for before, after in zip(boards, boards[1:]):
+        tracker.play(_move_between(before, after))
+    return tracker.piece_lists(depth).astype(np.int8)
+
+
+def _move_between(before: tuple[int, ...], after: tuple[int, ...]) -> Move:
+    """The move that turned board ``before`` into ``after`` (a pass when they are equal)."""
+    start = [i for i, (a, b) in enumerate(zip(before, after)) if a != -1 and b == -1]
+    end = [i for i, (a, b) in enumerate(zip(before, after)) if a == -1 and b != -1]
+    if not start:
+        return PASS
+    return start[0], end[0]
+
+
+class SearchPlayer:
+    """A tree-search player over any evaluator; ``analyze`` and ``select`` share one search."""
+
+    judges_positions = True
+
+    def __init__(
+        self,
+        rules: Rules,
+        seed: SeedLike,
+        evaluator: Evaluator | Callable[[int], Evaluator],
+        *,
+        simulations: int,
+        c_puct: float = 3.5,
+        history: int = 1,
+    ) -> None:
+        """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
+        (rollouts), rebuilt from the player's seed at every ``reset(seed)``."""
+        self.rules = rules
+        self.name = "mcts"
+        self._factory = None if hasattr(evaluator, "evaluate") else evaluator
+        self.simulations = simulations
+        self.history = history
+        self.config = SearchConfig(
+            num_simulations=simulations,
+            c_puct=c_puct,
+            root_noise=False,
+            random_opening_plies=0,
+            explore_plies=0,
+            temperature=0.0,
+            reuse_tree=False,
+        )
+        self._search = BatchedSearch(rules, 1, self.config, history=history)
+        self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
+        self.reset(seed)
+
+    def reset(self, seed: SeedLike = None) -> None:
+        """A new game; with a seed, the player's random streams restart from it."""
+        if seed is not None or not hasattr(self, "rng"):
+            self.rng = np.random.default_rng(seed)
+            if self._factory is not None:
+                self.evaluator = self._factory(int(self.rng.integers(2**63)))
+        self._last = None
+
+    def think(self, state: Any, *, nodes: int | None = None, movetime_ms: int | None = None) -> SearchResult:
+        """Search ``state`` (cached: thinking twice about one position searches once)."""
+        key = (tuple(state.board), state.to_move, state.ply, nodes, movetime_ms)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        history = game_piece_history(self.rules, state, self.history)
+        game_rng = np.random.default_rng(int(self.rng.integers(2**63)))
+        self._search.set_root(0, state, history, rng=game_rng)
+        seconds = None if movetime_ms is None else movetime_ms / 1000.0
+        result = self._search.think(0, self.evaluator, nodes or self.simulations, seconds=seconds)
+        self._last = (key, result)
+        return result
+
+    def select(self, state: Any) -> Move:
+        """The most visited move after ``sims`` simulations."""
+        return self.think(state).move
+
+    def select_with_limits(self, state: Any, *, nodes: int | None = None, movetime_ms: int | None = None) -> Move:
+        """The engine protocol's ``go nodes`` / ``go movetime``."""
+        return self.think(state, nodes=nodes, movetime_ms=movetime_ms).move
+
+    def analyze(self, state: Any) -> tuple[float, list[tuple[Move, float]]]:
+        """Root value (side to move's view) and the visit share of each searched move."""
+        result = self.think(state)
+        total = max(int(result.visits.sum()), 1)
+        shares = [
+            ((int(m[0]), int(m[1])) if m[0] >= 0 else PASS, float(v) / total)
+            for m, v in zip(result.moves, result.visits)
+        ]
+        value = 0.0 if np.isnan(result.root_value) else float(result.root_value)
+        return value, shares
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration
+# ---------------------------------------------------------------------------------------------
+
+
+def _rollout_player(rules: Rules, seed: SeedLike, *, sims: int = 1000, rollout: str = "greedy", c: float = 3.5) -> SearchPlayer:
+    from ._core import tables_for
+
+    if rollout not in ("greedy", "random"):
+        raise ValueError(f"rollout must be greedy or random, got {rollout!r}")
+    tables = tables_for(rules)
+    return SearchPlayer(
+        rules, seed, lambda s: RolloutEvaluator(tables, policy=rollout, seed=s), simulations=sims, c_puct=c
+    )
+
+
+def _network_player(
+    rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float = 3.5, device: str = "cpu"
+) -> SearchPlayer:
+    if not model:
+        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c)
+    from learner.network_evaluator import load_network_evaluator  # torch only when a model is asked for
+
+    evaluator = load_network_evaluator(rules, resolve_model(rules, model), device=device)
+    return SearchPlayer(rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history)
+
+
+def resolve_model(rules: Rules, model: str) -> Any:
+    """The network a ``model=`` option names: a file, a run directory, or ``shipped``."""
+    from learner.model_files import resolve_model_source
+
+    return resolve_model_source(rules, model)
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise ValueError(f"{text} must be positive")
+        return value
+
+    parse.__name__ = f"a positive {kind.__name__}"
+    return parse
+
+
+register_player(
+    "mcts",
+    _network_player,
+    options={"model": str, "sims": _positive(int), "c": _positive(float), "device": str},
+    description="network-guided tree search (uniform prior and zero value without a model)",
+)
+register_player(
+    "mcts-rollout",
+    _rollout_player,
+    options={"sims": _positive(int), "rollout": str, "c": _positive(float)},
+    description="tree search valued by playouts (greedy or random), no network",
+)

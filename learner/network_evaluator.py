@@ -1,0 +1,119 @@
+"""The network as the tree search's leaf evaluator: encoder, policy-index frame, batched inference.
+
+The search hands out piece lists and *absolute* policy indices (``id * cells + e``); an encoding
+that shows player 1 the board rotated by 180 degrees (``general``) also rotates the destination
+in the network's policy, so indices of rows with player 1 to move are mapped into that frame
+before the network is asked. Priors come back in the order the search gave the moves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ccengine.encoding import Encoding, encoding_for
+from ccengine.rules import Rules
+
+from .inference import Inference
+from .model import NetConfig, PolicyValueNet, load_net
+
+__all__ = ["NetworkEvaluator", "load_network_evaluator"]
+
+
+class NetworkEvaluator:
+    """``evaluate(pieces, to_move, legal, counts) -> (priors, values)`` through a network."""
+
+    needs_states: ClassVar[bool] = False
+
+    def __init__(self, rules: Rules, encoding: Encoding, inference: Inference) -> None:
+        if encoding.policy_size != inference.model.config.policy_size:
+            raise ValueError(
+                f"encoding {encoding.name!r} has {encoding.policy_size} policy outputs, "
+                f"the network {inference.model.config.policy_size}"
+            )
+        self.rules = rules
+        self.encoding = encoding
+        self.inference = inference
+        self._planes = np.zeros((0, *encoding.input_shape), dtype=np.float32)
+        #: Positions evaluated since construction.
+        self.positions = 0
+
+    def evaluate(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Priors over each row's legal moves (search order) and values, mover's view."""
+        b = len(to_move)
+        if self._planes.shape[0] < b:
+            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
+        planes = self.encoding.encode(pieces, to_move, out=self._planes[:b])
+        indices = self.network_frame(legal, to_move)
+        priors, values = self.inference.evaluate(planes, indices, counts)
+        self.positions += b
+        return priors, values
+
+    def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+        """Absolute policy indices mapped into the network's frame (rotated for player 1)."""
+        if not self.encoding.rotate:
+            return legal
+        cells = self.rules.cells
+        rotate = (np.asarray(to_move) == 1)[:, None]
+        dest = legal % cells
+        return np.where(rotate, legal - dest + (cells - 1 - dest), legal)
+
+
+def load_network_evaluator(
+    rules: Rules,
+    source: str | Path | dict[str, Any] | None,
+    *,
+    encoding: str | None = None,
+    history: int | None = None,
+    threads: int | None = 1,
+    device: str = "cpu",
+) -> NetworkEvaluator:
+    """An evaluator for ``rules`` from a network file (``save_net`` format or a checkpoint).
+
+    The file says which encoding and history its network was trained with (``extra`` of a
+    checkpoint, or the ``encoding`` entry of a network file); ``encoding``/``history`` given
+    here must agree with it. With ``source=None``: an untrained ``paper``-size network on the
+    ``paper`` encoding (benchmarks).
+    """
+    if source is None:
+        enc = encoding_for(rules, encoding or "paper", history=history)
+        config = NetConfig.for_rules(rules, enc.in_planes, "paper")
+        model = PolicyValueNet(config)
+    else:
+        model, meta = load_net_with_meta(source)
+        enc_name = meta.get("encoding", encoding or "paper")
+        enc_history = meta.get("history", history)
+        if encoding is not None and encoding != enc_name:
+            raise ValueError(f"the network was trained on encoding {enc_name!r}, not {encoding!r}")
+        enc = encoding_for(rules, enc_name, history=enc_history)
+        if enc.in_planes != model.config.in_planes or enc.policy_size != model.config.policy_size:
+            raise ValueError(
+                f"the network (in_planes {model.config.in_planes}, policy {model.config.policy_size}) "
+                f"does not fit {rules.name} with encoding {enc_name!r} "
+                f"(in_planes {enc.in_planes}, policy {enc.policy_size})"
+            )
+    inference = Inference(model, device=device, threads=threads)
+    return NetworkEvaluator(rules, enc, inference)
+
+
+def load_net_with_meta(source: str | Path | dict[str, Any]) -> tuple[PolicyValueNet, dict[str, Any]]:
+    """A network and what it says about its input (``{"encoding", "history"}``), from a file.
+
+    Network files written for play carry an ``"input"`` entry beside ``net_state``'s keys; the
+    file is read once, with ``torch.load(weights_only=True)``.
+    """
+    if isinstance(source, dict):
+        data = source
+    else:
+        import torch
+
+        data = torch.load(Path(source), map_location="cpu", weights_only=True)
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a network file (a dict of weights), got {type(data).__name__}")
+    info = data.get("input")
+    meta = {k: info[k] for k in ("encoding", "history") if k in info} if isinstance(info, dict) else {}
+    return load_net(data), meta

@@ -1,0 +1,133 @@
+"""Search players behind the Player interface: specs, thinking, limits, history, networks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ccengine import PieceTracker, encoding_for, make_player, new_state, parse_position, preset
+from ccengine.players import PlayerSpecError
+from ccengine.search_player import SearchPlayer, game_piece_history
+from evaluator.arena import play_match
+
+
+def random_game(rules, seed, plies):
+    rng = np.random.default_rng(seed)
+    state = new_state(rules)
+    moves = []
+    for _ in range(plies):
+        if state.is_terminal():
+            break
+        legal = state.legal_moves()
+        move = legal[int(rng.integers(len(legal)))]
+        state.play(move)
+        moves.append(move)
+    return state, moves
+
+
+@pytest.mark.parametrize("spec", ["mcts:sims=32", "mcts-rollout:sims=64", "mcts-rollout:sims=64,rollout=random"])
+def test_search_players_play_legal_moves_and_explain_them(spec):
+    rules = preset("cc49")
+    state, _ = random_game(rules, 1, 12)
+    player = make_player(spec, rules, seed=3)
+    value, shares = player.analyze(state)
+    assert -1.0 <= value <= 1.0
+    assert abs(sum(p for _, p in shares) - 1.0) < 1e-6
+    assert {m for m, _ in shares} <= set(state.legal_moves())
+    move = player.select(state)
+    share = dict(shares)
+    assert share[move] == max(share.values())  # select reuses the analysed search: a most visited move
+    assert move in state.legal_moves()
+
+
+def test_nodes_and_movetime_limits():
+    rules = preset("small-5-6")
+    player = make_player("mcts-rollout:sims=400", rules, seed=0)
+    state = new_state(rules)
+    assert player.think(state, nodes=50).simulations == 50
+    assert player.think(state).simulations == 400
+    timed = player.think(state, movetime_ms=50)
+    assert timed.simulations >= 64  # at least one chunk, however slow the machine
+
+
+def test_rollout_search_takes_a_win_in_one():
+    rules = preset("small-4-3")
+    pos = parse_position(rules, "...o/..xx/ox../o... x")  # (1,2) -> (0,2) fills the goal
+    state = new_state(rules, pos)
+    player = make_player("mcts-rollout:sims=200", rules, seed=0)
+    assert player.select(state) == (6, 2)
+
+
+def test_game_history_tracks_piece_ids_like_a_record():
+    rules = preset("cc49")
+    state, moves = random_game(rules, 7, 30)
+    tracker = PieceTracker(rules)
+    for move in moves:
+        tracker.play(move)
+    expected = tracker.piece_lists(3)
+    assert np.array_equal(game_piece_history(rules, state, 3), expected)
+
+
+def test_same_seed_same_moves():
+    rules = preset("small-5-6")
+    result = [play_match(rules, "mcts-rollout:sims=60", "greedy", games=4, seed=11) for _ in range(2)]
+    assert result[0].a_results == result[1].a_results
+
+
+def test_bad_specs_are_one_line_errors():
+    rules = preset("cc49")
+    for spec, message in [
+        ("mcts:sims=0", "positive"),
+        ("mcts-rollout:rollout=clever", "greedy or random"),
+        ("mcts:model=/no/such/file.pt", "no such file"),
+        ("mcts:model=shipped,sims=10", "shipped"),
+    ]:
+        with pytest.raises(PlayerSpecError, match=message):
+            make_player(spec, preset("cc81") if "shipped" in spec else rules, seed=0)
+
+
+# -- with a network ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_nets(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from learner.model import NetConfig, PolicyValueNet, save_net
+
+    torch.manual_seed(0)
+    rules = preset("cc49")
+    paths = {}
+    for name in ("paper", "general"):
+        enc = encoding_for(rules, name)
+        net = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, "tiny"))
+        path = tmp_path_factory.mktemp("nets") / f"{name}.pt"
+        save_net(net, path, input={"encoding": name, "history": enc.history, "preset": rules.name})
+        paths[name] = path
+    return paths
+
+
+@pytest.mark.parametrize("encoding", ["paper", "general"])
+def test_network_player_in_a_match(tiny_nets, encoding):
+    rules = preset("cc49")
+    result = play_match(rules, f"mcts:model={tiny_nets[encoding]},sims=16", "random", games=2, seed=0)
+    assert result.a_wins + result.b_wins + result.draws == 2
+
+
+@pytest.mark.parametrize("encoding", ["paper", "general"])
+def test_search_indices_reach_the_network_in_the_encodings_frame(tiny_nets, encoding):
+    """The search hands out absolute indices; the network must get the encoding's own (rotated
+    for player 1 under ``general``), the same frame the training targets use."""
+    from learner.network_evaluator import load_network_evaluator
+
+    rules = preset("cc49")
+    evaluator = load_network_evaluator(rules, tiny_nets[encoding])
+    for plies in (8, 9):  # player 0, then player 1 to move
+        state, moves = random_game(rules, 5, plies)
+        tracker = PieceTracker(rules)
+        for move in moves:
+            tracker.play(move)
+        legal = np.array(state.legal_moves())
+        absolute = tracker.move_indices(legal)  # what the search hands out
+        framed = evaluator.network_frame(absolute[None, :], np.array([state.to_move]))[0]
+        expected = evaluator.encoding.move_indices(tracker.current, legal, state.to_move)
+        assert np.array_equal(framed, expected)
