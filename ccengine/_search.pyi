@@ -84,12 +84,21 @@ class RolloutEvaluator:
     needs_states: ClassVar[bool]
     max_plies: int
     advance_scale: float
+    policy: str
+    epsilon: float
+    temperature: float
+    rollouts: int
+    decisive: bool
 
     def __init__(
         self,
         tables: RulesTables,
         *,
         policy: str = "greedy",
+        epsilon: float = 0.1,
+        temperature: float = 1.0,
+        rollouts: int = 1,
+        decisive: bool = False,
         max_plies: int = 0,
         cap_value: str = "draw",
         advance_scale: float = 4.0,

@@ -25,7 +25,7 @@ flipped on the way up for every edge whose mover differs from that player.
 """
 
 cimport cython
-from libc.math cimport cos, isfinite, log, pow, sqrt, tanh
+from libc.math cimport cos, exp, isfinite, log, pow, sqrt, tanh
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -1214,16 +1214,93 @@ cdef int _greedy_pick(const Tables* t, const CState* s, const int16_t* moves, in
     return pick
 
 
+# Rollout policies (RolloutEvaluator.policy)
+cdef enum:
+    RP_GREEDY = 0
+    RP_RANDOM = 1
+    RP_STOCHASTIC = 2
+    RP_EPS_GREEDY = 3
+    RP_SOFTMAX = 4
+
+_ROLLOUT_POLICIES = {"greedy": RP_GREEDY, "random": RP_RANDOM, "greedy-stochastic": RP_STOCHASTIC,
+                     "greedy-eps": RP_EPS_GREEDY, "softmax": RP_SOFTMAX}
+
+
+cdef int _stochastic_pick(const Tables* t, const CState* s, const int16_t* moves, int cnt, uint64_t* rng) noexcept nogil:
+    """Stochastic greedy (RULES.md): psi > 0 moves with probability proportional to psi; with
+    none, uniform over all moves."""
+    cdef int p = s.to_move, i, psi, total = 0, u
+    for i in range(cnt):
+        psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
+        if psi > 0:
+            total += psi
+    if total == 0:
+        return _below(rng, cnt)
+    u = _below(rng, total)
+    for i in range(cnt):
+        psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
+        if psi > 0:
+            u -= psi
+            if u < 0:
+                return i
+    return cnt - 1
+
+
+cdef int _softmax_pick(const Tables* t, const CState* s, const int16_t* moves, int cnt, double temp,
+                       uint64_t* rng) noexcept nogil:
+    """Move i with probability proportional to exp(psi_i / temp)."""
+    cdef int p = s.to_move, i, psi, best = -1000000
+    cdef double total = 0.0, u
+    for i in range(cnt):
+        psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
+        if psi > best:
+            best = psi
+    for i in range(cnt):
+        total += exp((forward_distance(t, p, moves[2 * i], moves[2 * i + 1]) - best) / temp)
+    u = _uniform(rng) * total
+    for i in range(cnt):
+        u -= exp((forward_distance(t, p, moves[2 * i], moves[2 * i + 1]) - best) / temp)
+        if u < 0.0:
+            return i
+    return cnt - 1
+
+
+cdef int _winning_move(const Tables* t, const CState* s, const int16_t* moves, int cnt) noexcept nogil:
+    """Index of a move that wins at once for the side to move, else -1. Only a move into the
+    mover's goal can complete it, so only those are tried."""
+    cdef int p = s.to_move, i, e, win = 1 if p == 0 else -1
+    cdef CState c
+    for i in range(cnt):
+        e = moves[2 * i + 1]
+        if e < 0 or not ((t.goal[p][e >> 6] >> (e & 63)) & 1):
+            continue
+        c = s[0]
+        apply_move(t, &c, moves[2 * i], e)
+        if c.result == win:
+            return i
+    return -1
+
+
 cdef class RolloutEvaluator:
     """Leaf values by playing the game out from each leaf, in C (the classic MCTS evaluator).
 
-    ``policy``: ``"greedy"`` (the deterministic greedy player of RULES.md, random among its
-    ties) or ``"random"`` (uniform legal moves). ``max_plies``: rollout length cap (0 = play to
-    the end; the rules' own ``max_plies`` always ends a game). A rollout cut by the cap scores
-    ``cap_value``: ``"draw"`` (0) or ``"advance"`` (``tanh((a_me - a_opp) / advance_scale)``
-    from the rows the two sides have advanced). Priors are uniform over the legal moves.
+    ``policy`` (both sides play it):
 
-    Each rollout's random stream is seeded from ``seed`` and the leaf's state (hash and ply),
+    - ``"greedy"``: the deterministic greedy player of RULES.md, random among its ties;
+    - ``"random"``: uniform legal moves;
+    - ``"greedy-stochastic"``: the stochastic greedy player of RULES.md (psi > 0 moves with
+      probability proportional to psi);
+    - ``"greedy-eps"``: a uniform random move with probability ``epsilon``, else greedy;
+    - ``"softmax"``: move i with probability proportional to ``exp(psi_i / temperature)``.
+
+    ``decisive``: before the policy picks, a move that wins at once is taken (both sides).
+    ``rollouts``: playouts per leaf, their values averaged.
+    ``max_plies``: rollout length cap (0 = play to the end; the rules' own ``max_plies`` always
+    ends a game). A rollout cut by the cap scores ``cap_value``: ``"draw"`` (0) or ``"advance"``
+    (``tanh((a_me - a_opp) / advance_scale)`` from the rows the two sides have advanced).
+    Priors are uniform over the legal moves.
+
+    Each leaf's random stream is seeded from ``seed`` and the leaf's state (hash and ply),
     so values do not depend on how leaves are batched.
     """
 
@@ -1231,7 +1308,12 @@ cdef class RolloutEvaluator:
 
     cdef RulesTables tables
     cdef const Tables* t
-    cdef int greedy
+    cdef int kind
+    cdef readonly str policy
+    cdef readonly double epsilon
+    cdef readonly double temperature
+    cdef readonly int rollouts
+    cdef readonly bint decisive
     cdef readonly int max_plies
     cdef int cap_advance
     cdef readonly double advance_scale
@@ -1241,17 +1323,25 @@ cdef class RolloutEvaluator:
     def __cinit__(self):
         self.movebuf = NULL
 
-    def __init__(self, RulesTables tables not None, *, str policy="greedy", int max_plies=0,
+    def __init__(self, RulesTables tables not None, *, str policy="greedy", double epsilon=0.1,
+                 double temperature=1.0, int rollouts=1, bint decisive=False, int max_plies=0,
                  str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
-        if policy not in ("greedy", "random"):
-            raise ValueError(f"policy={policy!r}; valid: 'greedy', 'random'")
+        if policy not in _ROLLOUT_POLICIES:
+            raise ValueError(f"policy={policy!r}; valid: {sorted(_ROLLOUT_POLICIES)}")
         if cap_value not in ("draw", "advance"):
             raise ValueError(f"cap_value={cap_value!r}; valid: 'draw', 'advance'")
         if max_plies < 0 or advance_scale <= 0:
             raise ValueError("max_plies must be >= 0 and advance_scale > 0")
+        if not 0.0 <= epsilon <= 1.0 or not temperature > 0.0 or rollouts < 1:
+            raise ValueError("epsilon must be in [0, 1], temperature > 0 and rollouts >= 1")
         self.tables = tables
         self.t = &tables.t
-        self.greedy = policy == "greedy"
+        self.policy = policy
+        self.kind = _ROLLOUT_POLICIES[policy]
+        self.epsilon = epsilon
+        self.temperature = temperature
+        self.rollouts = rollouts
+        self.decisive = decisive
         self.max_plies = max_plies
         self.cap_advance = cap_value == "advance"
         self.advance_scale = advance_scale
@@ -1271,17 +1361,33 @@ cdef class RolloutEvaluator:
                 total += self.t.advance[player][c]
         return total
 
-    cdef double rollout(self, const CState* leaf) noexcept nogil:
+    cdef int _pick(self, const CState* s, int cnt, uint64_t* rng) noexcept nogil:
+        cdef int i
+        if cnt == 1 or self.movebuf[0] < 0:
+            return 0
+        if self.decisive:
+            i = _winning_move(self.t, s, self.movebuf, cnt)
+            if i >= 0:
+                return i
+        if self.kind == RP_GREEDY:
+            return _greedy_pick(self.t, s, self.movebuf, cnt, rng)
+        if self.kind == RP_RANDOM:
+            return _below(rng, cnt)
+        if self.kind == RP_STOCHASTIC:
+            return _stochastic_pick(self.t, s, self.movebuf, cnt, rng)
+        if self.kind == RP_EPS_GREEDY:
+            if _uniform(rng) < self.epsilon:
+                return _below(rng, cnt)
+            return _greedy_pick(self.t, s, self.movebuf, cnt, rng)
+        return _softmax_pick(self.t, s, self.movebuf, cnt, self.temperature, rng)
+
+    cdef double _playout(self, const CState* leaf, uint64_t* rng) noexcept nogil:
         """Value of one playout from `leaf`, from the view of the player to move at `leaf`."""
         cdef CState s = leaf[0]
-        cdef uint64_t rng = _mix_seed(self.seed ^ leaf.hash, <uint64_t>leaf.ply)
         cdef int plies = 0, cnt, i, me = leaf.to_move
         while s.result == RESULT_NONE and (self.max_plies == 0 or plies < self.max_plies):
             cnt = generate_moves(self.t, &s, self.movebuf)
-            if self.greedy:
-                i = _greedy_pick(self.t, &s, self.movebuf, cnt, &rng)
-            else:
-                i = _below(&rng, cnt)
+            i = self._pick(&s, cnt, rng)
             apply_move(self.t, &s, self.movebuf[2 * i], self.movebuf[2 * i + 1])
             plies += 1
         if s.result != RESULT_NONE:
@@ -1289,6 +1395,15 @@ cdef class RolloutEvaluator:
         if self.cap_advance:
             return tanh((self._advance(&s, me) - self._advance(&s, 1 - me)) / self.advance_scale)
         return 0.0
+
+    cdef double rollout(self, const CState* leaf) noexcept nogil:
+        """Mean value of ``rollouts`` playouts from `leaf`, from the view of its player to move."""
+        cdef uint64_t rng = _mix_seed(self.seed ^ leaf.hash, <uint64_t>leaf.ply)
+        cdef double total = 0.0
+        cdef int r
+        for r in range(self.rollouts):
+            total += self._playout(leaf, &rng)
+        return total / self.rollouts
 
     def evaluate(self, pieces, to_move, int32_t[:, ::1] legal not None, int32_t[::1] counts not None,
                  *, uint8_t[:, ::1] states=None):

@@ -5,8 +5,8 @@ Registered SPECs (usable in ``hopzero match``, ``move``, ``play`` and ``engine``
 - ``mcts:model=PATH,sims=S``: network-guided search. ``model`` is a network file, a learner
   checkpoint, a run directory (its current best model) or ``shipped`` (the model packaged for the
   game's preset); without ``model``, a uniform prior and a zero value.
-- ``mcts-rollout:sims=S,rollout=greedy|random``: classic MCTS whose leaves are valued by playouts
-  in C, no network.
+- ``mcts-rollout:sims=S,rollout=POLICY``: classic MCTS whose leaves are valued by playouts in C
+  (``greedy`` by default; ``random``, ``greedy-stochastic``, ``greedy-eps``, ``softmax``), no network.
 
 In a match these players play their strongest: no root noise, no random or exploratory plies,
 the most visited move. The network is loaded lazily (``learner`` imports torch), so the
@@ -141,14 +141,27 @@ class SearchPlayer:
 # ---------------------------------------------------------------------------------------------
 
 
-def _rollout_player(rules: Rules, seed: SeedLike, *, sims: int = 1000, rollout: str = "greedy", c: float = 3.5) -> SearchPlayer:
+def _rollout_player(
+    rules: Rules,
+    seed: SeedLike,
+    *,
+    sims: int = 1000,
+    rollout: str = "greedy",
+    rollouts: int = 1,
+    eps: float = 0.1,
+    temp: float = 1.0,
+    decisive: bool = False,
+    c: float = 3.5,
+) -> SearchPlayer:
+    """``rollout``: the playout policy of both sides (greedy, random, greedy-stochastic,
+    greedy-eps with ``eps``, softmax over forward distance with ``temp``)."""
     from ._core import tables_for
 
-    if rollout not in ("greedy", "random"):
-        raise ValueError(f"rollout must be greedy or random, got {rollout!r}")
     tables = tables_for(rules)
+    options = dict(policy=rollout, rollouts=rollouts, epsilon=eps, temperature=temp, decisive=decisive)
+    RolloutEvaluator(tables, **options)  # a bad option fails now, with the evaluator's message
     return SearchPlayer(
-        rules, seed, lambda s: RolloutEvaluator(tables, policy=rollout, seed=s), simulations=sims, c_puct=c
+        rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c
     )
 
 
@@ -181,6 +194,17 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+def _flag(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a flag (1/0, true/false)")
+
+
+_flag.__name__ = "a flag (1/0)"
+
+
 register_player(
     "mcts",
     _network_player,
@@ -190,6 +214,14 @@ register_player(
 register_player(
     "mcts-rollout",
     _rollout_player,
-    options={"sims": _positive(int), "rollout": str, "c": _positive(float)},
+    options={
+        "sims": _positive(int),
+        "rollout": str,
+        "rollouts": _positive(int),
+        "eps": float,
+        "temp": _positive(float),
+        "decisive": _flag,
+        "c": _positive(float),
+    },
     description="tree search valued by playouts (greedy or random), no network",
 )

@@ -340,6 +340,37 @@ def test_rollout_values_are_exact_near_the_end_and_repeatable():
     assert np.all(np.abs(v1) <= 1)
 
 
+ROLLOUT_POLICIES = ["greedy", "random", "greedy-stochastic", "greedy-eps", "softmax"]
+
+
+@pytest.mark.parametrize("policy", ROLLOUT_POLICIES)
+def test_rollout_policies_decisive_exact_and_deterministic(policy):
+    tables = tables_for(SMALL)
+    buf = np.frombuffer(_state_bytes(state_of(SMALL, WIN_IN_ONE)), np.uint8)[None, :].repeat(2, 0).copy()
+    legal = np.zeros((2, tables.max_moves), np.int32)
+    counts = np.full(2, 5, np.int32)
+    # a decisive playout takes the win in one, whatever the policy: exactly +1 for the mover
+    ev = RolloutEvaluator(tables, policy=policy, decisive=True, rollouts=3, epsilon=0.5, temperature=2.0, seed=3)
+    _, v = ev.evaluate(None, None, legal, counts, states=buf)
+    assert v.tolist() == [1.0, 1.0]
+    assert (ev.policy, ev.rollouts, ev.decisive) == (policy, 3, True)
+    # from the start position: values in [-1, 1], averaged over `rollouts` playouts, and equal
+    # for equal seeds and states
+    start = np.frombuffer(_state_bytes(State(SMALL)), np.uint8)[None, :].repeat(2, 0).copy()
+    kw = dict(policy=policy, rollouts=4, epsilon=0.25, temperature=1.0)
+    _, a = RolloutEvaluator(tables, seed=5, **kw).evaluate(None, None, legal, counts, states=start)
+    _, b = RolloutEvaluator(tables, seed=5, **kw).evaluate(None, None, legal, counts, states=start)
+    assert a.tolist() == b.tolist() and a[0] == a[1]
+    assert abs(a[0]) <= 1 and (a[0] * 4) == round(float(a[0]) * 4)
+
+
+def test_rollout_evaluator_rejects_bad_options():
+    tables = tables_for(SMALL)
+    for kw in (dict(policy="minimax"), dict(epsilon=1.5), dict(temperature=0.0), dict(rollouts=0)):
+        with pytest.raises(ValueError):
+            RolloutEvaluator(tables, **kw)
+
+
 def _state_bytes(state):
     """The engine state of a root, as select() writes it."""
     forest = SearchForest(state.tables, 1)

@@ -78,7 +78,7 @@ def test_bad_specs_are_one_line_errors():
     rules = preset("cc49")
     for spec, message in [
         ("mcts:sims=0", "positive"),
-        ("mcts-rollout:rollout=clever", "greedy or random"),
+        ("mcts-rollout:rollout=clever", "valid"),
         ("mcts:model=/no/such/file.pt", "no such file"),
         ("mcts:model=shipped,sims=10", "shipped"),
     ]:
