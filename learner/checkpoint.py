@@ -1,0 +1,381 @@
+"""Learner checkpoints: atomic, self-describing, integrity-checked, and data only.
+
+A checkpoint file is ``torch.save`` of a dict of plain Python types and CPU tensors::
+
+    format          "hopzero.checkpoint/1"
+    net_config      NetConfig.to_dict()
+    learner_config  LearnerConfig.to_dict()
+    model           model state_dict (batch-norm statistics included)
+    optimizer       optimizer state_dict (momentum buffers / Adam moments)
+    scheduler       {"kind", "steps"}: the schedule is a pure function of the step count
+    scaler          GradScaler state_dict ({} without AMP)
+    steps, seed     ints; steps is also the weights' version
+    rng             {"torch", "cuda", "numpy", "python"} random states of the writing process
+    versions        {"hopzero", "torch", "numpy", "python", "cuda"} of the writing process
+    extra           the caller's plain data: the whole run config, presets, replay cursor...
+    sha256          digest of everything above (see below)
+
+Reading uses ``torch.load(weights_only=True)`` only: a file that pickles a class or a function is
+refused, never executed. PyTorch does not verify its archive's checksums, so a flipped byte in a
+tensor would load silently; hence ``sha256``, a digest over the whole content (keys, values,
+tensor dtypes, shapes and bytes) checked on every load. Every failure -- missing, truncated,
+damaged, foreign, pickled objects, wrong format, missing keys -- is a :class:`CheckpointError`
+that names the file and the problem.
+
+Writes are atomic: a temporary file in the same directory, flushed and fsynced, then
+``os.replace`` and an fsync of the directory, so a crash leaves either the old set of files or the
+new one, never a half-written checkpoint under a checkpoint's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import platform
+import random
+import re
+import struct
+import warnings
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import torch
+
+from learner.model import NET_FORMAT, NetConfig
+from learner.training import LearnerConfig, Trainer
+
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "Checkpoint",
+    "CheckpointError",
+    "checkpoint_paths",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "restore_rng_state",
+    "rng_state",
+    "save_checkpoint",
+]
+
+log = logging.getLogger("hopzero.learner.checkpoint")
+
+#: Format tag of every checkpoint; bump when the layout changes.
+CHECKPOINT_FORMAT = "hopzero.checkpoint/1"
+
+#: File names inside a checkpoint directory: ``checkpoint-<steps, 10 digits>.pt``.
+_NAME = re.compile(r"^checkpoint-(\d{10})\.pt$")
+
+_REQUIRED = ("format", "net_config", "learner_config", "model", "optimizer", "scheduler", "scaler",
+             "steps", "seed", "rng", "versions", "extra", "sha256")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be used; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A loaded, validated checkpoint (see the module docstring for the fields' meaning)."""
+
+    path: Path
+    net_config: NetConfig
+    learner_config: LearnerConfig
+    model_state: dict[str, torch.Tensor]
+    optimizer_state: dict[str, Any]
+    scheduler_state: dict[str, Any]
+    scaler_state: dict[str, Any]
+    steps: int
+    seed: int
+    rng: dict[str, Any]
+    versions: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- random states as plain data ----------------------------------------------------------------
+
+
+def rng_state() -> dict[str, Any]:
+    """The process's torch (and CUDA), numpy-global and python ``random`` states, as plain
+    types and tensors that ``weights_only`` loading accepts."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    py_version, py_state, py_gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": list(torch.cuda.get_rng_state_all()) if torch.cuda.is_available() else [],
+        "numpy": {"kind": kind, "keys": [int(k) for k in keys], "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "python": {"version": py_version, "state": list(py_state), "gauss": py_gauss},
+    }
+
+
+def restore_rng_state(state: Mapping[str, Any]) -> None:
+    """Inverse of :func:`rng_state` (CUDA states only where this process has as many devices)."""
+    torch.set_rng_state(state["torch"])
+    cuda = list(state.get("cuda", []))
+    if cuda and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
+        torch.cuda.set_rng_state_all(cuda)
+    n = state["numpy"]
+    np.random.set_state((n["kind"], np.asarray(n["keys"], dtype=np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    p = state["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+
+
+# ---- integrity digest ---------------------------------------------------------------------------
+
+
+def _digest_feed(h: Any, obj: Any) -> None:
+    """Feed ``obj`` into hash ``h`` in a canonical, type-tagged way (dict order as stored)."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().to("cpu").contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(obj, Mapping):
+        h.update(b"D%d" % len(obj))
+        for k, v in obj.items():
+            _digest_feed(h, k)
+            _digest_feed(h, v)
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"L" if isinstance(obj, list) else b"U")
+        h.update(b"%d" % len(obj))
+        for v in obj:
+            _digest_feed(h, v)
+    elif obj is None or isinstance(obj, bool):
+        h.update(b"N" if obj is None else (b"T1" if obj else b"T0"))
+    elif isinstance(obj, int):
+        h.update(b"I%d;" % obj)
+    elif isinstance(obj, float):
+        h.update(b"F" + struct.pack("<d", obj))
+    elif isinstance(obj, str):
+        b = obj.encode("utf-8")
+        h.update(b"S%d:" % len(b) + b)
+    elif isinstance(obj, bytes):
+        h.update(b"B%d:" % len(obj) + obj)
+    else:
+        raise TypeError(f"{type(obj).__name__} cannot go into a checkpoint (plain types and tensors only)")
+
+
+def _digest(payload: Mapping[str, Any]) -> str:
+    h = hashlib.sha256()
+    _digest_feed(h, {k: v for k, v in payload.items() if k != "sha256"})
+    return h.hexdigest()
+
+
+_LEAVES = (bool, int, float, str, bytes)
+
+
+def _check_plain(obj: Any, where: str) -> None:
+    """Refuse, at save time, what ``weights_only`` loading would refuse later (numpy arrays and
+    scalars, dataclasses, str/int subclasses, arbitrary objects): a checkpoint that cannot be read
+    back must not be written. Exact types, because a subclass pickles as its own class."""
+    if type(obj) in (dict, OrderedDict):
+        for k, v in obj.items():
+            if type(k) not in (str, int):
+                raise TypeError(f"{where}: key {k!r} is a {type(k).__name__}; use str or int keys")
+            _check_plain(v, f"{where}[{k!r}]")
+    elif type(obj) in (list, tuple):
+        for i, v in enumerate(obj):
+            _check_plain(v, f"{where}[{i}]")
+    elif not (obj is None or type(obj) in _LEAVES or isinstance(obj, torch.Tensor)):
+        raise TypeError(f"{where} is a {type(obj).__name__}; a checkpoint holds plain types and tensors "
+                        f"only (convert numpy values with .tolist() or torch.from_numpy)")
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, Any]:
+    from hopzero import __version__
+
+    return {"hopzero": str(__version__), "torch": str(torch.__version__), "numpy": str(np.__version__),
+            "python": platform.python_version(), "cuda": None if torch.version.cuda is None else str(torch.version.cuda)}
+
+
+def checkpoint_state(trainer: Trainer, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The dict :func:`save_checkpoint` writes (digest included)."""
+    extra = dict(extra or {})
+    _check_plain(extra, "extra")  # the caller's part first, for a precise message
+    state: dict[str, Any] = {
+        "format": CHECKPOINT_FORMAT,
+        "net_config": trainer.net_config.to_dict(),
+        "learner_config": trainer.config.to_dict(),
+        # .contiguous(): channels_last CUDA tensors are saved in the default layout.
+        "model": {k: v.detach().to("cpu").contiguous() for k, v in trainer.model.state_dict().items()},
+        "optimizer": _to_cpu(trainer.optimizer.state_dict()),
+        "scheduler": {"kind": trainer.config.lr_schedule, "steps": trainer.steps},
+        "scaler": dict(trainer.scaler.state_dict()) if trainer.scaler.is_enabled() else {},
+        "steps": int(trainer.steps),
+        "seed": int(trainer.seed),
+        "rng": rng_state(),
+        "versions": _versions(),
+        "extra": extra,
+    }
+    _check_plain(state, "checkpoint")
+    state["sha256"] = _digest(state)
+    return state
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu").contiguous()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_to_cpu(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_to_cpu(v) for v in obj)
+    return obj
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory file descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str | os.PathLike[str], state: Mapping[str, Any]) -> Path:
+    """``torch.save(state)`` to ``path`` atomically: same-directory temporary file, flush,
+    fsync, ``os.replace``, fsync of the directory."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(dict(state), f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_dir(path.parent)
+    return path
+
+
+def checkpoint_paths(directory: str | os.PathLike[str]) -> list[Path]:
+    """``checkpoint-*.pt`` files in ``directory``, newest (most steps) first; temporary files and
+    anything else are ignored."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in d.iterdir() if (m := _NAME.match(p.name)) and p.is_file()]
+    return [p for _, p in sorted(found, reverse=True)]
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str], trainer: Trainer, extra: Mapping[str, Any] | None = None,
+    *, keep: int | None = None,
+) -> Path:
+    """Write the trainer's state to the directory ``path`` as ``checkpoint-<steps>.pt``,
+    atomically, then delete all but the newest ``keep`` checkpoints there (default:
+    ``trainer.config.keep_checkpoints``). Returns the file written.
+
+    ``extra`` must hold plain types and tensors only (``TypeError`` otherwise, before anything is
+    written): it is read back with ``weights_only=True``.
+    """
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = checkpoint_state(trainer, extra)
+    out = write_atomic(directory / f"checkpoint-{trainer.steps:010d}.pt", state)
+    keep = trainer.config.keep_checkpoints if keep is None else keep
+    for old in checkpoint_paths(directory)[max(keep, 1):]:
+        try:
+            old.unlink()
+        except OSError as e:  # another process pruned it first, or a read-only file
+            log.warning("could not delete old checkpoint %s: %s", old, e)
+    return out
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> Any:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    try:
+        with warnings.catch_warnings():
+            # A plain pickle file draws a protocol warning before the refusal explained below.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        # Name the offending global, and nothing of torch's advice on how to allow it.
+        m = re.search(r"GLOBAL (\S+)", str(e))
+        detail = f" (it names {m.group(1)})" if m else " (or uses pickle instructions torch does not accept)"
+        raise CheckpointError(
+            f"{path}: refused: the file pickles Python objects{detail}; weights-only loading allows none, "
+            f"because unpickling them could run code. A hopzero checkpoint holds plain data only."
+        ) from None
+    except (RuntimeError, EOFError, KeyError, ValueError, OSError, zipfile.BadZipFile, struct.error) as e:
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise CheckpointError(
+            f"{path}: not a readable torch checkpoint (truncated, damaged or another kind of file): {first}"
+        ) from None
+
+
+def _validate(path: Path, obj: Any) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise CheckpointError(f"{path}: not a hopzero checkpoint (holds a {type(obj).__name__}, not a dict)")
+    fmt = obj.get("format")
+    if fmt != CHECKPOINT_FORMAT:
+        if fmt == NET_FORMAT:
+            raise CheckpointError(f"{path}: a network file ({NET_FORMAT}), not a training checkpoint; "
+                                  f"read it with learner.model.load_net")
+        raise CheckpointError(f"{path}: not a hopzero checkpoint (format tag {fmt!r}, expected "
+                              f"{CHECKPOINT_FORMAT!r})")
+    missing = [k for k in _REQUIRED if k not in obj]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks required key(s) {missing}")
+    try:
+        digest = _digest(obj)
+    except TypeError as e:
+        raise CheckpointError(f"{path}: damaged checkpoint: {e}") from None
+    if digest != obj["sha256"]:
+        raise CheckpointError(f"{path}: damaged checkpoint: its content does not match its sha256 digest")
+    if not isinstance(obj["steps"], int) or obj["steps"] < 0:
+        raise CheckpointError(f"{path}: invalid steps {obj['steps']!r}")
+    return obj
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+    """Read and validate a checkpoint file (``weights_only`` loading; digest, format tag, keys and
+    configs checked). Raises :class:`CheckpointError` naming the problem."""
+    path = Path(path)
+    obj = _validate(path, _read(path))
+    try:
+        net_config = NetConfig.from_dict(obj["net_config"])
+        learner_config = LearnerConfig.from_dict(obj["learner_config"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: invalid config in checkpoint: {e}") from None
+    return Checkpoint(
+        path=path, net_config=net_config, learner_config=learner_config, model_state=obj["model"],
+        optimizer_state=obj["optimizer"], scheduler_state=obj["scheduler"], scaler_state=obj["scaler"],
+        steps=obj["steps"], seed=obj["seed"], rng=obj["rng"], versions=obj["versions"], extra=obj["extra"],
+    )
+
+
+def _iter_valid(directory: Path) -> Iterator[Checkpoint]:
+    for p in checkpoint_paths(directory):
+        try:
+            yield load_checkpoint(p)
+        except CheckpointError as e:
+            log.warning("skipping unusable checkpoint: %s", e)
+
+
+def latest_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint | None:
+    """The newest checkpoint in ``directory`` that loads and validates, or None if there is none.
+
+    A damaged newer file (e.g. a disk that lost data after a crash) is skipped with a logged
+    warning and the previous one is used; files are not deleted.
+    """
+    return next(_iter_valid(Path(directory)), None)

@@ -1,0 +1,480 @@
+"""The learner's training step: the seed paper's loss, its optimiser, and a faster default.
+
+Loss (Liu et al. 2019, eq. 6, read as AlphaGo Zero's; see docs/LEARNER.md for the readings)::
+
+    total = value_loss_weight * mean_b (v_b - z_b)^2          value_mse
+          + mean_b ( - sum_a pi_ba * log softmax(logits_b)_a )  policy_ce
+          + l2 * sum_{w in weights} sum(w ** 2)                 l2
+
+``weights`` are the convolution and dense-layer *kernels* only (no biases, no batch-norm scale or
+shift), as the paper's released Keras code regularises them (``kernel_regularizer=l2(c)``, which
+adds ``c * sum(w ** 2)``). The L2 term is an explicit loss term, not optimiser weight decay, so the
+reported loss is the paper's loss.
+
+A training batch is any object with numpy (or torch) attributes ``planes (B, C, n, n) float32``,
+``policy (B, policy_size) float32`` (a dense target distribution per row) and ``value (B,)
+float32`` (the target in ``[-1, 1]`` from the mover's view: the outcome z, or whatever mix of z and
+the root value q the replay buffer was asked for; the loss uses the target it is given).
+
+Weights leave the learner as :meth:`Trainer.export_weights` -- ``(version, {name: ndarray})``, plain
+numpy arrays that Ray or msgpack carry without pickling torch objects -- and enter an actor's or
+the evaluator's network through :func:`load_weights_into`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from learner.model import NetConfig, PolicyValueNet
+
+__all__ = [
+    "LearnerConfig",
+    "Trainer",
+    "l2_parameters",
+    "load_weights_into",
+    "loss_terms",
+    "lr_at",
+    "resolve_device",
+]
+
+log = logging.getLogger("hopzero.learner")
+
+OPTIMIZERS = ("sgd_nesterov", "adamw")
+SCHEDULES = ("constant", "cosine", "step")
+DEVICES = ("auto", "cpu", "cuda")
+AMP_DTYPES = ("float16", "bfloat16")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LearnerConfig:
+    """Everything the learner's optimisation depends on. Defaults are ours (:meth:`fast`);
+    :meth:`paper` gives the seed paper's Table 1. Variants by :func:`dataclasses.replace`."""
+
+    optimizer: str = "sgd_nesterov"
+    """``"sgd_nesterov"`` or ``"adamw"``. Paper: SGD + Nesterov. Ours: the same (docs/LEARNER.md)."""
+    lr: float = 0.1
+    """Peak learning rate (after warm-up). Paper: 1e-4. Ours: 0.1 (1,000x the paper's; with batch
+    256 it reached the paper setting's held-out loss after ~5% of the samples, docs/LEARNER.md)."""
+    momentum: float = 0.9
+    """SGD momentum (Nesterov), or AdamW's beta1. Paper: not given; its code: 0.9 (Keras SGD)."""
+    l2: float = 1e-4
+    """Coefficient of the explicit L2 loss term ``l2 * sum(w ** 2)`` over kernels. Paper: 1e-4 in
+    the heuristic stage (1), 5e-3 in the MCTS stage (2). Ours: 1e-4."""
+    weight_decay: float = 0.0
+    """Optimiser-side decay of the same kernels (decoupled for AdamW, coupled for SGD); not part of
+    the reported loss. Paper: 0 (it regularises through ``l2``). Ours: 0 (use ~1e-2 with AdamW,
+    and ``l2=0``)."""
+    batch_size: int = 256
+    """Samples per training step (the replay buffer draws batches of this size). Paper: 32."""
+    lr_schedule: str = "cosine"
+    """``"constant"``, ``"cosine"`` (to ``min_lr_ratio * lr`` at ``total_steps``, flat after) or
+    ``"step"`` (times ``lr_gamma`` at each of ``lr_milestones``). Paper: constant."""
+    warmup_steps: int = 200
+    """Linear warm-up from ``lr / warmup_steps`` to ``lr`` over this many steps. Paper: 0."""
+    total_steps: int = 100_000
+    """Horizon of the cosine schedule, in steps. Paper: no schedule."""
+    min_lr_ratio: float = 0.1
+    """Floor of the cosine schedule as a fraction of ``lr``. Paper: no schedule."""
+    lr_milestones: tuple[int, ...] = ()
+    """Steps at which the ``step`` schedule multiplies the rate by ``lr_gamma``. Paper: none."""
+    lr_gamma: float = 0.1
+    """Factor of the ``step`` schedule. Paper: no schedule."""
+    grad_clip: float = 5.0
+    """Clip the global gradient norm to this (0: no clipping; the norm is reported either way).
+    Paper: none. Ours: 5, a guard against the loss spikes the paper's Fig. 10 shows."""
+    value_loss_weight: float = 1.0
+    """Weight of the value MSE in the total loss (the policy CE has weight 1). Paper: 1
+    ("an unweighted sum"; its code: ``LOSS_WEIGHTS`` 1 and 1)."""
+    amp: bool = True
+    """Mixed precision on CUDA (autocast; a GradScaler for float16); ignored on CPU. Paper: no."""
+    amp_dtype: str = "float16"
+    """Autocast dtype: ``"float16"`` (with GradScaler) or ``"bfloat16"`` (no scaler needed)."""
+    channels_last: bool = True
+    """NHWC memory format on CUDA (faster convolutions under AMP); ignored on CPU."""
+    device: str = "auto"
+    """``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
+    checkpoint_every_steps: int = 1000
+    """Write a checkpoint every this many steps (the driver asks :attr:`Trainer.checkpoint_due`)."""
+    publish_every_steps: int = 200
+    """Publish candidate weights every this many steps (:attr:`Trainer.publish_due`). Paper: a new
+    version after each episode (5 epochs over ~18,000 examples at batch 32, about 2,800 steps)."""
+    keep_checkpoints: int = 3
+    """How many checkpoint files :func:`learner.checkpoint.save_checkpoint` keeps."""
+    name: str = "fast"
+    """Preset this config came from (informational; kept in checkpoints)."""
+
+    def __post_init__(self) -> None:
+        # Tuples arrive as lists from JSON/YAML; keep the frozen dataclass hashable and comparable.
+        object.__setattr__(self, "lr_milestones", tuple(int(m) for m in self.lr_milestones))
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"LearnerConfig.optimizer={self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+        if self.lr_schedule not in SCHEDULES:
+            raise ValueError(f"LearnerConfig.lr_schedule={self.lr_schedule!r}; valid: {', '.join(SCHEDULES)}")
+        if self.amp_dtype not in AMP_DTYPES:
+            raise ValueError(f"LearnerConfig.amp_dtype={self.amp_dtype!r}; valid: {', '.join(AMP_DTYPES)}")
+        if self.device not in DEVICES and not self.device.startswith("cuda:"):
+            raise ValueError(f"LearnerConfig.device={self.device!r}; valid: auto, cpu, cuda, cuda:N")
+        if not self.lr > 0:
+            raise ValueError(f"LearnerConfig.lr={self.lr} must be positive")
+        for f in ("l2", "weight_decay", "grad_clip", "value_loss_weight", "warmup_steps", "min_lr_ratio"):
+            if getattr(self, f) < 0:
+                raise ValueError(f"LearnerConfig.{f}={getattr(self, f)} must not be negative")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"LearnerConfig.momentum={self.momentum} must lie in [0, 1)")
+        for f in ("batch_size", "checkpoint_every_steps", "publish_every_steps", "keep_checkpoints"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"LearnerConfig.{f}={getattr(self, f)} must be at least 1")
+        if self.lr_schedule == "cosine" and self.total_steps <= self.warmup_steps:
+            raise ValueError(f"cosine schedule: total_steps={self.total_steps} must exceed "
+                             f"warmup_steps={self.warmup_steps}")
+        if list(self.lr_milestones) != sorted(self.lr_milestones):
+            raise ValueError(f"LearnerConfig.lr_milestones={self.lr_milestones} must be increasing")
+
+    # ---- presets ------------------------------------------------------------------------------
+
+    @classmethod
+    def paper(cls, stage: int = 2) -> LearnerConfig:
+        """The seed paper's Table 1: SGD + Nesterov (momentum 0.9, from its code), lr 1e-4
+        constant, batch 32, L2 1e-4 in stage 1 (heuristic-guided) or 5e-3 in stage 2 (MCTS), no
+        clipping, no mixed precision."""
+        if stage not in (1, 2):
+            raise ValueError(f"paper stage must be 1 (heuristic) or 2 (MCTS), not {stage!r}")
+        return cls(
+            optimizer="sgd_nesterov", lr=1e-4, momentum=0.9, l2=1e-4 if stage == 1 else 5e-3,
+            weight_decay=0.0, batch_size=32, lr_schedule="constant", warmup_steps=0, total_steps=0,
+            min_lr_ratio=0.0, lr_milestones=(), lr_gamma=0.1, grad_clip=0.0, value_loss_weight=1.0,
+            amp=False, channels_last=False, publish_every_steps=2800, name=f"paper-stage{stage}",
+        )
+
+    @classmethod
+    def fast(cls, **overrides: Any) -> LearnerConfig:
+        """Our default (the field defaults), with ``overrides`` (unknown names are an error)."""
+        return cls.from_dict({**cls().to_dict(), **overrides}) if overrides else cls()
+
+    # ---- plain data ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as JSON-ready plain types (tuples become lists)."""
+        d = dataclasses.asdict(self)
+        d["lr_milestones"] = list(self.lr_milestones)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LearnerConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error (a typo must not pass silently)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ValueError(f"unknown LearnerConfig field(s) {unknown}; valid: {sorted(fields)}")
+        return cls(**data)
+
+
+# ---- learning-rate schedule ---------------------------------------------------------------------
+
+
+def lr_at(config: LearnerConfig, step: int) -> float:
+    """Learning rate for the optimiser step taken when ``step`` steps are already done.
+
+    A pure function of the step count, so resuming needs no scheduler object, only ``steps``.
+    """
+    base = config.lr
+    if config.warmup_steps and step < config.warmup_steps:
+        return base * (step + 1) / config.warmup_steps
+    if config.lr_schedule == "constant":
+        return base
+    if config.lr_schedule == "step":
+        return base * config.lr_gamma ** sum(step >= m for m in config.lr_milestones)
+    # cosine from the end of warm-up to total_steps, then flat at the floor
+    span = config.total_steps - config.warmup_steps
+    t = min(max(step - config.warmup_steps, 0), span) / span
+    floor = base * config.min_lr_ratio
+    return floor + (base - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+def l2_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The kernels the L2 term and weight decay cover: every ``Conv2d``/``Linear`` weight.
+
+    Biases and batch-norm scale/shift are excluded, as in the paper's Keras code (where the
+    regulariser is a ``kernel_regularizer``); penalising a batch-norm scale only fights the
+    normalisation the next layer undoes.
+    """
+    return [m.weight for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+
+
+def _as_tensor(x: Any, device: torch.device, name: str) -> Tensor:
+    t = torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32)) if not isinstance(x, Tensor) else x
+    if t.dtype != torch.float32:
+        t = t.float()
+    if t.device != device:
+        t = t.to(device, non_blocking=True)
+    return t
+
+
+def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+    """``(planes, policy, value)`` as float32 tensors on ``device``, shapes checked."""
+    try:
+        planes, policy, value = batch.planes, batch.policy, batch.value
+    except AttributeError as e:
+        raise TypeError(f"a training batch needs attributes planes, policy and value ({e})") from None
+    planes = _as_tensor(planes, device, "planes")
+    policy = _as_tensor(policy, device, "policy")
+    value = _as_tensor(value, device, "value")
+    b = planes.shape[0] if planes.ndim else 0
+    if planes.ndim != 4 or tuple(planes.shape[1:]) != (config.in_planes, config.n, config.n) or b < 1:
+        raise ValueError(f"batch.planes has shape {tuple(planes.shape)}; expected "
+                         f"(B >= 1, {config.in_planes}, {config.n}, {config.n})")
+    if tuple(policy.shape) != (b, config.policy_size):
+        raise ValueError(f"batch.policy has shape {tuple(policy.shape)}; expected ({b}, {config.policy_size})")
+    if tuple(value.shape) != (b,):
+        raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected ({b},)")
+    return planes, policy, value
+
+
+def _terms(
+    logits: Tensor, v: Tensor, policy: Tensor, value: Tensor, weights: list[nn.Parameter],
+    *, l2: float, value_loss_weight: float,
+) -> dict[str, Tensor]:
+    # float32 even under autocast: log-softmax over 294 logits and small squared errors are
+    # where half precision loses the most.
+    logits, v = logits.float(), v.float()
+    value_mse = torch.mean((v - value) ** 2)
+    policy_ce = -torch.mean(torch.sum(policy * torch.log_softmax(logits, dim=1), dim=1))
+    if l2 > 0:
+        l2_term = l2 * torch.stack([torch.sum(w.float() ** 2) for w in weights]).sum()
+    else:
+        l2_term = torch.zeros((), device=logits.device)
+    total = value_loss_weight * value_mse + policy_ce + l2_term
+    return {"value_mse": value_mse, "policy_ce": policy_ce, "l2": l2_term, "total": total}
+
+
+def loss_terms(
+    model: PolicyValueNet, batch: Any, *, l2: float = 0.0, value_loss_weight: float = 1.0,
+) -> dict[str, Tensor]:
+    """The loss of ``model`` on ``batch``: 0-d tensors ``value_mse``, ``policy_ce``, ``l2`` (the
+    weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`) and ``total``.
+
+    Runs the model in whatever mode it is in (training mode: batch statistics); differentiable.
+    """
+    device = next(model.parameters()).device
+    planes, policy, value = _batch_tensors(batch, model.config, device)
+    logits, v = model(planes)
+    return _terms(logits, v, policy, value, l2_parameters(model), l2=l2, value_loss_weight=value_loss_weight)
+
+
+# ---- weights in transit -------------------------------------------------------------------------
+
+
+def load_weights_into(model: nn.Module, arrays: Mapping[str, np.ndarray]) -> None:
+    """Load ``arrays`` (from :meth:`Trainer.export_weights`) into ``model``, strictly.
+
+    Every name of ``model.state_dict()`` must be present with the same shape and no other name
+    may be; otherwise ``ValueError`` lists what differs. Values are converted to each entry's
+    dtype. For an :class:`learner.inference.Inference`, load into ``inf.model`` and call
+    ``inf.refresh()``.
+    """
+    own = model.state_dict()
+    missing = sorted(set(own) - set(arrays))
+    unexpected = sorted(set(arrays) - set(own))
+    shapes = [f"{k}: got {tuple(np.shape(arrays[k]))}, expected {tuple(own[k].shape)}"
+              for k in own if k in arrays and tuple(np.shape(arrays[k])) != tuple(own[k].shape)]
+    if missing or unexpected or shapes:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)}: {missing[:5]}")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)}: {unexpected[:5]}")
+        if shapes:
+            parts.append(f"wrong shape {len(shapes)}: {shapes[:5]}")
+        raise ValueError("weights do not fit this network (different NetConfig?): " + "; ".join(parts))
+    state = {k: torch.as_tensor(np.asarray(arrays[k])).to(own[k].dtype) for k in own}
+    model.load_state_dict(state, strict=True)
+
+
+# ---- the trainer --------------------------------------------------------------------------------
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto``: CUDA when available, else CPU. ``cuda`` without CUDA is an error, not a silent
+    fallback (a run configured for a GPU should not crawl on a CPU unnoticed)."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} requested but CUDA is not available")
+    return dev
+
+
+class Trainer:
+    """One network, its optimiser and its step count; :meth:`step` trains on one batch.
+
+    ``steps`` is the number of batches trained on and doubles as the weights' version.
+    Resuming: :meth:`from_checkpoint` (see ``learner.checkpoint``); on CPU a resumed run
+    continues bit for bit (same losses as an uninterrupted run on the same batches).
+    """
+
+    def __init__(self, model_config: NetConfig, config: LearnerConfig, *, seed: int = 0,
+                 device: str | None = None) -> None:
+        self.net_config = model_config
+        self.config = config
+        self.seed = int(seed)
+        self.device = resolve_device(device if device is not None else config.device)
+        self.cuda = self.device.type == "cuda"
+        self.amp = bool(config.amp and self.cuda)
+        self._amp_dtype = torch.float16 if config.amp_dtype == "float16" else torch.bfloat16
+        self.channels_last = bool(config.channels_last and self.cuda)
+        if self.cuda:
+            # Fixed input shapes: let cuDNN pick the fastest kernels once.
+            torch.backends.cudnn.benchmark = True
+        # Initial weights depend on the seed only, not on what ran before in this process.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            model = PolicyValueNet(model_config)
+        model = model.to(self.device)
+        if self.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        self.model: PolicyValueNet = model
+        self._l2_params = l2_parameters(model)
+        decay_ids = {id(p) for p in self._l2_params}
+        rest = [p for p in model.parameters() if id(p) not in decay_ids]
+        groups = [{"params": self._l2_params, "weight_decay": config.weight_decay},
+                  {"params": rest, "weight_decay": 0.0}]
+        if config.optimizer == "sgd_nesterov":
+            self.optimizer: torch.optim.Optimizer = torch.optim.SGD(
+                groups, lr=config.lr, momentum=config.momentum, nesterov=True)
+        else:
+            self.optimizer = torch.optim.AdamW(
+                groups, lr=config.lr, betas=(config.momentum, 0.999), fused=self.cuda or None)
+        # GradScaler only where float16 can underflow gradients; disabled it is a pass-through.
+        self.scaler = torch.amp.GradScaler(
+            "cuda", enabled=self.amp and self._amp_dtype == torch.float16)
+        self.steps = 0
+
+    # ---- training -----------------------------------------------------------------------------
+
+    @property
+    def lr(self) -> float:
+        """Learning rate of the next step."""
+        return lr_at(self.config, self.steps)
+
+    def step(self, batch: Any) -> dict[str, float]:
+        """One optimiser step on ``batch``. Returns floats: ``total``, ``value_mse``,
+        ``policy_ce``, ``l2``, ``grad_norm`` (before clipping), ``lr`` (used by this step),
+        ``skipped`` (1.0 when a non-finite gradient made the step a no-op) and ``scale`` (the AMP
+        loss scale; 1.0 without a scaler)."""
+        cfg = self.config
+        planes, policy, value = _batch_tensors(batch, self.net_config, self.device)
+        if self.channels_last:
+            planes = planes.contiguous(memory_format=torch.channels_last)
+        lr = lr_at(cfg, self.steps)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        self.model.train()
+        with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self.amp):
+            logits, v = self.model(planes)
+        terms = _terms(logits, v, policy, value, self._l2_params, l2=cfg.l2,
+                       value_loss_weight=cfg.value_loss_weight)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(terms["total"]).backward()
+        self.scaler.unscale_(self.optimizer)
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        if cfg.grad_clip > 0:
+            grad_norm = nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
+        else:
+            grad_norm = nn.utils.get_total_norm([p.grad for p in params], foreach=True)
+        # One device-to-host transfer for every reported number.
+        values = torch.stack([terms["total"].detach(), terms["value_mse"].detach(),
+                              terms["policy_ce"].detach(), terms["l2"].detach(),
+                              grad_norm.detach().float()]).tolist()
+        finite = math.isfinite(values[4])
+        scale = float(self.scaler.get_scale()) if self.scaler.is_enabled() else 1.0
+        if self.scaler.is_enabled():
+            self.scaler.step(self.optimizer)  # skips the update itself when gradients overflowed
+            self.scaler.update()
+        elif finite:
+            self.optimizer.step()
+        else:
+            log.warning("step %d: non-finite gradient norm (loss %s); update skipped",
+                        self.steps, values[0])
+        self.steps += 1
+        return {"total": values[0], "value_mse": values[1], "policy_ce": values[2], "l2": values[3],
+                "grad_norm": values[4], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
+
+    @property
+    def checkpoint_due(self) -> bool:
+        """True when ``steps`` is a positive multiple of ``checkpoint_every_steps``."""
+        return self.steps > 0 and self.steps % self.config.checkpoint_every_steps == 0
+
+    @property
+    def publish_due(self) -> bool:
+        """True when ``steps`` is a positive multiple of ``publish_every_steps``."""
+        return self.steps > 0 and self.steps % self.config.publish_every_steps == 0
+
+    # ---- weights out --------------------------------------------------------------------------
+
+    def export_weights(self) -> tuple[int, dict[str, np.ndarray]]:
+        """``(version, arrays)``: ``version = steps``; ``arrays`` maps every ``state_dict`` name
+        (batch-norm statistics included) to a fresh, C-contiguous numpy array on the host."""
+        # np.array(order="C") copies and keeps 0-d entries 0-d (np.ascontiguousarray would not).
+        arrays = {k: np.array(t.detach().cpu().numpy(), order="C", copy=True)
+                  for k, t in self.model.state_dict().items()}
+        return self.steps, arrays
+
+    def import_weights(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Replace the model's weights (e.g. a stage-1 network at the start of stage 2); the
+        optimiser state and step count are kept."""
+        load_weights_into(self.model, arrays)
+
+    # ---- resume -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_checkpoint(
+        cls, source: str | os.PathLike[str] | Any, *, config: LearnerConfig | None = None,
+        device: str | None = None, restore_rng: bool = True,
+    ) -> Trainer:
+        """A trainer in the state a checkpoint recorded (model, optimiser, scaler, steps, and, with
+        ``restore_rng``, the process's torch/numpy/python random states).
+
+        ``source``: a path or a loaded :class:`learner.checkpoint.Checkpoint`. ``config``
+        replaces the recorded learner config (e.g. a new learning rate); its optimiser must be the
+        recorded one, since the optimiser state is loaded. ``device`` overrides ``config.device``.
+        """
+        from learner.checkpoint import Checkpoint, CheckpointError, load_checkpoint, restore_rng_state
+
+        ck = source if isinstance(source, Checkpoint) else load_checkpoint(source)
+        cfg = config if config is not None else ck.learner_config
+        if cfg.optimizer != ck.learner_config.optimizer:
+            raise CheckpointError(
+                f"{ck.path}: the checkpoint's optimiser state is {ck.learner_config.optimizer!r}, "
+                f"the new config asks for {cfg.optimizer!r}; start a new Trainer and import_weights "
+                f"instead")
+        trainer = cls(ck.net_config, cfg, seed=ck.seed, device=device)
+        try:
+            trainer.model.load_state_dict(ck.model_state, strict=True)
+            trainer.optimizer.load_state_dict(ck.optimizer_state)
+        except (RuntimeError, ValueError, KeyError) as e:
+            raise CheckpointError(f"{ck.path}: model or optimiser state does not fit its config: {e}") from e
+        # load_state_dict restores the recorded hyperparameters; the config in force wins.
+        for g, wd in zip(trainer.optimizer.param_groups, (cfg.weight_decay, 0.0)):
+            g["weight_decay"] = wd
+            if cfg.optimizer == "sgd_nesterov":
+                g["momentum"] = cfg.momentum
+            else:
+                g["betas"] = (cfg.momentum, g["betas"][1])
+        if ck.scaler_state and trainer.scaler.is_enabled():
+            trainer.scaler.load_state_dict(ck.scaler_state)
+        trainer.steps = ck.steps
+        if restore_rng:
+            restore_rng_state(ck.rng)
+        return trainer
