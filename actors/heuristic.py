@@ -1,0 +1,281 @@
+"""Stage-1 data (seed paper section 3.5, "Training on heuristic-guided self-plays"): greedy
+self-play games as supervised targets for the network's first training stage.
+
+Both sides play the deterministic greedy player of the paper (section 3.2; RULES.md "Forward
+distance and the greedy players"): a move of largest forward distance ``psi``, ties to the least
+advanced start cell ("the last checker"), then uniform. The paper used this agent because it beat
+the stochastic one (9,908 to 9,766 of 20,000) and is "robust and deterministic".
+
+Each game starts in one of three ways, drawn per game with weights ``start_mix`` (paper 5:3:2):
+
+1. **random position**: the 2k pieces on 2k distinct cells drawn uniformly from the *whole*
+   board, the first k for player 0; player 0 to move. This is what the paper's released code
+   does (``Board.randomise_initial_state``: 12 of the 49 cells) and what the paper's count says:
+   C(49, 12) = 9.2e10, its "more than 9 x 10^10 possible starting states". A drawn position that
+   is already over (a win condition holds) is drawn again.
+2. **random initial moves**: the normal start, then ``random_moves`` uniformly random moves per
+   side (paper: 3 each, ``INITIAL_RANDOM_MOVES = 6`` plies in its code). Those plies have no
+   greedy target and are not recorded as positions; they travel as ``start_pieces`` history.
+3. **normal start**.
+
+Targets (paper: "the policy ground truth is calculated by assigning the reciprocal of number of
+moves with most forward distance to the corresponding optimal move indices"): uniform over
+*every* legal move of largest ``psi`` (not only the last checker's: the tie-break is how the
+greedy player picks, the target is what the heuristic rates best). A pass-only position has no
+target. ``root_value`` is the game's outcome from the mover's view (the paper's value label;
+there is no search). ``model_version`` is -1.
+
+Only ``keep_fraction`` of the positions are for training (paper: "around 3-5%"): the record holds
+the whole game (the other positions give the kept ones their history planes) with a ``keep``
+mask. Drawn games (``max_plies`` reached without a winner, e.g. blocked pieces) are discarded, as
+in the paper (its code stops a game after 0.1 s; we stop at ``max_plies``, the same without a
+clock), and counted. A game whose keep mask came out empty carries nothing and is counted but not
+returned (``return_unkept=True`` returns it anyway).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ccengine.encoding import canonical_ids
+from ccengine.engines import new_state, state_class
+from ccengine.rules import PASS, Rules
+from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
+
+__all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_board"]
+
+#: The three kinds of game starts, in the order of ``start_mix``.
+START_KINDS: tuple[str, str, str] = ("random_position", "random_moves", "normal")
+
+Move = tuple[int, int]
+
+
+def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[list[int], list[int]]:
+    """``(best, chosen_from)``: positions in ``moves`` of every move of largest ``psi`` (the
+    target), and of those the greedy player chooses among (least advanced start cell).
+
+    Same order of keys as :func:`ccengine.players.greedy_candidates`; the pass has no ``psi``
+    and gives ``([], [0])``.
+    """
+    if len(moves) == 1 and tuple(moves[0]) == PASS:
+        return [], [0]
+    diag = rules.geometry.diag
+    sign = 1 if player == 0 else -1
+    best_psi = None
+    best: list[int] = []
+    for i, (s, e) in enumerate(moves):
+        psi = sign * (diag[s] - diag[e])
+        if best_psi is None or psi > best_psi:
+            best_psi, best = psi, [i]
+        elif psi == best_psi:
+            best.append(i)
+    last = max(sign * diag[moves[i][0]] for i in best)
+    chosen_from = [i for i in best if sign * diag[moves[i][0]] == last]
+    return best, chosen_from
+
+
+def random_start_board(rules: Rules, rng: np.random.Generator, *, engine: str = "cython", tries: int = 1000) -> Any:
+    """A state with each side's k pieces on distinct uniformly drawn cells anywhere on the
+    board, player 0 to move, not already over (drawn again until it is not)."""
+    cls = state_class(engine)
+    k, cells = rules.k, rules.cells
+    for _ in range(tries):
+        chosen = rng.choice(cells, size=2 * k, replace=False)
+        board = [-1] * cells
+        for c in chosen[:k]:
+            board[int(c)] = 0
+        for c in chosen[k:]:
+            board[int(c)] = 1
+        state = cls(rules, board, 0, 0)
+        if not state.is_terminal():
+            return state
+    raise RuntimeError(f"no non-terminal random position in {tries} draws on {rules.name}")
+
+
+class HeuristicWorker:
+    """Greedy self-play games as stage-1 records: ``generate(n_games) -> list[GameRecord]``.
+
+    ``start_mix``: weights of random position / random initial moves / normal start (paper
+    5:3:2). ``random_moves``: random moves per side in the second kind (paper 3).
+    ``keep_fraction``: probability that a position is kept for training (paper 3-5%).
+    ``max_plies``: a game not decided by then is a draw (default: the rules' ``max_plies``).
+    ``seed``: everything follows from it (the same seed gives the same records).
+    """
+
+    def __init__(
+        self,
+        rules: Rules,
+        *,
+        run_id: str,
+        config_hash: str,
+        actor: str,
+        seed: int,
+        start_mix: Sequence[float] = (5, 3, 2),
+        random_moves: int = 3,
+        keep_fraction: float = 0.04,
+        max_plies: int | None = None,
+        return_unkept: bool = False,
+        engine: str = "cython",
+    ) -> None:
+        mix = np.asarray(start_mix, dtype=np.float64)
+        if mix.shape != (3,) or (mix < 0).any() or mix.sum() <= 0:
+            raise ValueError(f"start_mix={tuple(start_mix)} must be 3 non-negative weights, not all 0")
+        if random_moves < 0:
+            raise ValueError(f"random_moves={random_moves} must be >= 0")
+        if not 0.0 <= keep_fraction <= 1.0:
+            raise ValueError(f"keep_fraction={keep_fraction} must be in [0, 1]")
+        self.rules = rules
+        self.run_id = run_id
+        self.config_hash = config_hash
+        self.actor = actor
+        self.seed = int(seed)
+        self.start_mix = tuple(float(x) for x in mix)
+        self._mix_p = mix / mix.sum()
+        self.random_moves = int(random_moves)
+        self.keep_fraction = float(keep_fraction)
+        self.max_plies = rules.max_plies if max_plies is None else min(int(max_plies), rules.max_plies)
+        self.return_unkept = return_unkept
+        self.engine = engine
+        self._rng = np.random.default_rng(self.seed)
+        self._versions = versions_now()
+        self._diag = rules.geometry.diag
+        self._stats: dict[str, Any] = {
+            "games": 0,
+            "records": 0,
+            "draws_discarded": 0,
+            "ended_in_opening": 0,
+            "unkept_discarded": 0,
+            "positions": 0,
+            "kept_positions": 0,
+            "plies": 0,
+            "wins_first": 0,
+            "wins_second": 0,
+            "seconds": 0.0,
+            "starts": {kind: 0 for kind in START_KINDS},
+            "records_by_start": {kind: 0 for kind in START_KINDS},
+        }
+
+    # -- one game --------------------------------------------------------------------------------
+
+    def play_game(self, kind: str, seed: int) -> GameRecord | None:
+        """One greedy self-play game from a start of ``kind``; its record, or None (a draw, a
+        game decided in its random opening, or no position kept without ``return_unkept``)."""
+        rules, diag = self.rules, self._diag
+        rng = np.random.default_rng(seed)
+        stats = self._stats
+        stats["games"] += 1
+        stats["starts"][kind] += 1
+        if kind == "random_position":
+            state = random_start_board(rules, rng, engine=self.engine)
+        else:
+            state = new_state(rules, engine=self.engine)
+        # Piece lists with IDs: cur[p][j] is the cell of piece j of player p; id_on[cell] its ID.
+        cur = canonical_ids(rules, state.board).tolist()
+        id_on = [-1] * rules.cells
+        for p in (0, 1):
+            for j, c in enumerate(cur[p]):
+                id_on[c] = j
+        history: list[list[list[int]]] = []  # piece lists of the random-opening states, oldest first
+        random_plies = 2 * self.random_moves if kind == "random_moves" else 0
+        cells = rules.cells
+        pieces: list[list[list[int]]] = []
+        to_move: list[int] = []
+        policies: list[tuple[list[int], list[float]]] = []
+        ply = 0
+        while not state.is_terminal() and state.ply < self.max_plies:
+            mover = state.to_move
+            moves = state.legal_moves()
+            if ply < random_plies:
+                move = moves[int(rng.integers(len(moves)))]
+                history.append([cur[0][:], cur[1][:]])
+            else:
+                best, chosen_from = greedy_targets(rules, mover, moves)
+                pieces.append([cur[0][:], cur[1][:]])
+                to_move.append(mover)
+                if best:
+                    inv = 1.0 / len(best)
+                    policies.append(([id_on[moves[i][0]] * cells + moves[i][1] for i in best], [inv] * len(best)))
+                else:
+                    policies.append(([], []))
+                pick = chosen_from[0] if len(chosen_from) == 1 else chosen_from[int(rng.integers(len(chosen_from)))]
+                move = moves[pick]
+            s, e = move
+            if s >= 0:
+                j = id_on[s]
+                cur[mover][j] = e
+                id_on[e] = j
+                id_on[s] = -1
+            state.play(move)
+            ply += 1
+        stats["plies"] += state.ply
+        result = state.result() if state.is_terminal() else None
+        if not result:  # None (cut at max_plies) or 0: a draw
+            stats["draws_discarded"] += 1
+            return None
+        stats["wins_first" if result == 1 else "wins_second"] += 1
+        if not pieces:
+            stats["ended_in_opening"] += 1
+            return None
+        t = len(pieces)
+        keep = rng.random(t) < self.keep_fraction
+        stats["positions"] += t
+        if not keep.any() and not self.return_unkept:
+            stats["unkept_discarded"] += 1
+            return None
+        stats["kept_positions"] += int(keep.sum())
+        movers = np.asarray(to_move, dtype=np.int64)
+        values = np.where(movers == 0, result, -result).astype(np.float32)
+        start = None
+        if history:
+            start = np.asarray(history[::-1][:MAX_START_HISTORY], dtype=np.int8)
+        stats["records"] += 1
+        stats["records_by_start"][kind] += 1
+        return make_record(
+            run_id=self.run_id,
+            rules=rules,
+            config_hash=self.config_hash,
+            model_version=-1,
+            actor=self.actor,
+            seed=seed,
+            pieces=np.asarray(pieces, dtype=np.int8),
+            to_move=to_move,
+            policies=policies,
+            root_value=values,
+            outcome=int(result),
+            plies=state.ply,
+            start_pieces=start,
+            keep=keep,
+            versions=self._versions,
+            prob_dtype="float32",
+        )
+
+    # -- many games ------------------------------------------------------------------------------
+
+    def generate(self, n_games: int) -> list[GameRecord]:
+        """Play ``n_games`` games; return the records of those that count (decisive, with a kept
+        position). The start kind of each game is drawn with weights ``start_mix``."""
+        t0 = time.perf_counter()
+        kinds = self._rng.choice(3, size=n_games, p=self._mix_p)
+        seeds = self._rng.integers(2**63, size=n_games)
+        out: list[GameRecord] = []
+        for kind, seed in zip(kinds, seeds):
+            rec = self.play_game(START_KINDS[int(kind)], int(seed))
+            if rec is not None:
+                out.append(rec)
+        self._stats["seconds"] += time.perf_counter() - t0
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since construction, JSON-ready."""
+        s = dict(self._stats)
+        s["starts"] = dict(s["starts"])
+        s["records_by_start"] = dict(s["records_by_start"])
+        games, secs = s["games"], s["seconds"]
+        s["games_per_s"] = games / secs if secs else 0.0
+        s["mean_plies"] = s["plies"] / games if games else 0.0
+        s["actor"] = self.actor
+        return s

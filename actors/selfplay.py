@@ -1,0 +1,441 @@
+"""Stage-2 self-play (seed paper section 3.5, "Training on MCTS-guided self-plays"): the core that
+a Ray actor wraps.
+
+A :class:`SelfPlayWorker` owns ``G`` concurrent games and one :class:`~ccengine.search.BatchedSearch`
+over them. Each :meth:`SelfPlayWorker.step` is one move in every active game: one search over all
+of them (one batched network call per simulation round, inside the search), then the chosen moves
+are played, and every game that ended comes back as a :class:`~learner.records.GameRecord`; its
+slot starts a new game at once. No Ray, no I/O: the wrapper pulls weights
+(:meth:`SelfPlayWorker.set_weights`), calls :meth:`~SelfPlayWorker.step` in a loop and sends the
+records on.
+
+Exploration is the paper's, all in :class:`~ccengine.search.SearchConfig`: the first
+``random_opening_plies`` (paper: 6) are uniformly random and not searched, the next
+``explore_plies`` (paper: 10) are decided at ``explore_temperature`` (paper: 1-2), the rest at
+``temperature`` (paper: 0.01), with Dirichlet noise (alpha 0.03, weight 0.25) at every root. The
+subtree of the move played is kept (``reuse_tree``; the paper's code keeps it too).
+
+What a record holds (docs/REPLAY.md):
+
+- positions: every position from the end of the random opening to the last one before the game
+  ended (the random-opening positions have no search policy; their piece lists travel as
+  ``start_pieces``, newest first, so the first recorded positions keep their history planes);
+- policy target: the root visit distribution over the visited moves (absolute policy indices,
+  ``visits / total``); a pass-only position has an empty target;
+- ``root_value``: :attr:`SearchResult.root_value` (mover's view);
+- ``outcome``: the game result (+1/0/-1 for player 0), or the loss of the side that resigned;
+- ``model_version``: the version of the weights the game **started** with (those in place at
+  its first move). Weights may change while a game is in flight and the game goes on with the
+  new ones; the start version is the oldest network that contributed moves, so a learner that
+  filters stale data by version never takes a game for younger than it is (-1: the game
+  started before any weights, which only ``uniform_until_weights`` allows).
+
+Resignation (off by default, as in the paper): a side resigns when its root value was below
+``-resign_threshold`` at two consecutive own searched moves; the resigning position is not
+recorded (the game ends before it, like a terminal position), and the outcome is a loss for
+the side that resigned. A ``resign_playout_fraction`` share of games never resigns; in them the
+first moment each side *would* have resigned is noted, and at the end a would-be resignation
+by a side that did not lose counts as a false resignation (:meth:`SelfPlayWorker.stats`), the
+AlphaGo Zero way to check that the threshold is safe.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ccengine.encoding import PieceTracker, encoding_for
+from ccengine.engines import new_state
+from ccengine.rules import Rules
+from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult, UniformEvaluator
+from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
+
+__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator", "load_arrays"]
+
+
+class NoWeightsError(RuntimeError):
+    """:meth:`SelfPlayWorker.step` before any :meth:`SelfPlayWorker.set_weights`."""
+
+
+def load_arrays(model: Any, arrays: Mapping[str, np.ndarray]) -> None:
+    """Load ``{name: ndarray}`` weights (``Trainer.export_weights``) into a ``PolicyValueNet``.
+
+    The one place the worker turns arrays into weights: ``learner.training.load_weights_into``
+    (strict names and shapes) when it is importable, else a plain strict ``load_state_dict``.
+    """
+    try:
+        from learner.training import load_weights_into
+    except ImportError:  # pragma: no cover - only while learner.training is being written
+        import torch
+
+        model.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in arrays.items()}, strict=True)
+        return
+    load_weights_into(model, arrays)
+
+
+class TimedEvaluator:
+    """Wraps an evaluator and counts the seconds, calls and rows spent in it."""
+
+    needs_states: ClassVar[bool] = False
+
+    def __init__(self, inner: Evaluator) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.calls = 0
+        self.rows = 0
+
+    def evaluate(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        t0 = time.perf_counter()
+        out = self.inner.evaluate(pieces, to_move, legal, counts)
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+        self.rows += len(to_move)
+        return out
+
+
+@dataclass
+class _Game:
+    """One game in flight in one slot."""
+
+    seed: int
+    state: Any
+    tracker: PieceTracker
+    model_version: int
+    playout: bool
+    """Resignation disabled in this game (the ``resign_playout_fraction`` share)."""
+    start_pieces: np.ndarray | None = None
+    pieces: list[np.ndarray] = field(default_factory=list)
+    to_move: list[int] = field(default_factory=list)
+    policies: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    root_value: list[float] = field(default_factory=list)
+    low: list[int] = field(default_factory=lambda: [0, 0])
+    """Consecutive own searched moves with root value below ``-resign_threshold``, per side."""
+    would_resign: list[bool] = field(default_factory=lambda: [False, False])
+    """Playout games: whether each side would have resigned at some point."""
+    versions_seen: set[int] = field(default_factory=set)
+
+
+class SelfPlayWorker:
+    """``G`` concurrent self-play games with one batched search and one network.
+
+    ``rules``: the game. ``games``: G. ``search``: the search and exploration settings (paper:
+    175 simulations, c 3.5, 6 random plies, 10 at temperature 2, then 0.01, Dirichlet 0.03/0.25).
+    ``net_config``/``encoding``/``history``: the network the learner trains (its input must
+    fit the encoding). ``run_id``/``config_hash``/``actor``: provenance written into records.
+    ``seed``: every random choice (game seeds, noise, decisions, playout draws) follows from it.
+    ``resign_threshold``: 0 = never resign (paper); else resign below ``-resign_threshold``.
+    ``resign_playout_fraction``: share of games that never resign (false-resignation check).
+    ``device``/``threads``: where the network runs (an actor: one CPU thread). ``compile``:
+    ``torch.compile`` the network (``Inference``'s option: ~30 s on the first call, then faster;
+    weight swaps do not recompile), for long-lived actors.
+    ``uniform_until_weights``: play with uniform priors and zero values until the first
+    :meth:`set_weights` (tests); otherwise :meth:`step` refuses to run without weights.
+    ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
+    then not needed, and :meth:`set_weights` only updates the network and the version.
+    """
+
+    def __init__(
+        self,
+        rules: Rules,
+        *,
+        games: int,
+        search: SearchConfig,
+        net_config: Any,
+        encoding: str,
+        history: int,
+        run_id: str,
+        config_hash: str,
+        actor: str,
+        seed: int,
+        resign_threshold: float = 0.0,
+        resign_playout_fraction: float = 0.1,
+        device: str = "cpu",
+        threads: int | None = 1,
+        compile: bool | str = False,
+        uniform_until_weights: bool = False,
+        evaluator: Evaluator | None = None,
+    ) -> None:
+        if games < 1:
+            raise ValueError(f"games={games} must be at least 1")
+        if resign_threshold < 0:
+            raise ValueError(f"resign_threshold={resign_threshold} must be >= 0 (0 = never resign)")
+        if not 0.0 <= resign_playout_fraction <= 1.0:
+            raise ValueError(f"resign_playout_fraction={resign_playout_fraction} must be in [0, 1]")
+        self.rules = rules
+        self.num_games = games
+        self.config = search
+        self.history = history
+        self.run_id = run_id
+        self.config_hash = config_hash
+        self.actor = actor
+        self.seed = int(seed)
+        self.resign_threshold = float(resign_threshold)
+        self.resign_playout_fraction = float(resign_playout_fraction)
+        self.uniform_until_weights = uniform_until_weights
+        self._versions = versions_now()
+        self._rng = np.random.default_rng(self.seed)
+
+        self.encoding = encoding_for(rules, encoding, history=history)
+        self.network = self._build_network(net_config, device, threads, compile) if evaluator is None else None
+        self._override = evaluator
+        self._timed = TimedEvaluator(evaluator if evaluator is not None else UniformEvaluator())
+        self.model_version = -1
+        self._has_weights = False
+
+        search_rng = np.random.default_rng(self._rng.integers(2**63))
+        self.search = BatchedSearch(rules, games, search, history=history, rng=search_rng)
+        self._games: list[_Game | None] = [None] * games
+        for g in range(games):
+            self._start_game(g)
+
+        # Counters for stats().
+        self._steps = 0
+        self._moves = 0
+        self._searches = 0
+        self._simulations = 0
+        self._finished = 0
+        self._positions = 0
+        self._plies_total = 0
+        self._wins = [0, 0, 0]  # player 0 (first mover), player 1, draws
+        self._resigned = 0
+        self._playout_games = 0
+        self._would_resign = 0
+        self._false_resign = 0
+        self._unrecorded = 0
+        self._spanning = 0
+        self._step_s = 0.0
+        self._search_s = 0.0
+
+    # -- network ---------------------------------------------------------------------------------
+
+    def _build_network(self, net_config: Any, device: str, threads: int | None, compile: bool | str) -> Any:
+        from learner.inference import Inference
+        from learner.model import PolicyValueNet
+        from learner.network_evaluator import NetworkEvaluator
+
+        if net_config.in_planes != self.encoding.in_planes or net_config.policy_size != self.encoding.policy_size:
+            raise ValueError(
+                f"net_config (in_planes {net_config.in_planes}, policy {net_config.policy_size}) does not fit "
+                f"encoding {self.encoding.name!r} with history {self.history} "
+                f"(in_planes {self.encoding.in_planes}, policy {self.encoding.policy_size})"
+            )
+        inference = Inference(PolicyValueNet(net_config), device=device, threads=threads, compile=compile)
+        return NetworkEvaluator(self.rules, self.encoding, inference)
+
+    def set_weights(self, version: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Swap in new network weights, in place (no new process, no file); games in flight go
+        on with them. ``arrays``: ``{state_dict name: ndarray}`` as ``Trainer.export_weights``
+        gives them."""
+        if self.network is not None:
+            load_arrays(self.network.inference.model, arrays)
+            self.network.inference.refresh()
+            if self._override is None:
+                self._timed.inner = self.network
+        self.model_version = int(version)
+        self._has_weights = True
+
+    @property
+    def has_weights(self) -> bool:
+        return self._has_weights
+
+    # -- games -----------------------------------------------------------------------------------
+
+    def _start_game(self, g: int) -> None:
+        seed = int(self._rng.integers(2**63))
+        game_rng = np.random.default_rng(seed)
+        # its own stream, so that a game's moves do not depend on whether resignation is on
+        draw = np.random.default_rng([seed, 1]).random()
+        playout = bool(self.resign_threshold > 0 and draw < self.resign_playout_fraction)
+        state = new_state(self.rules)  # the Cython engine: the search needs its states
+        game = _Game(seed=seed, state=state, tracker=PieceTracker(self.rules), model_version=self.model_version,
+                     playout=playout)
+        self._games[g] = game
+        self.search.set_root(g, state, rng=game_rng)
+
+    def active_games(self) -> int:
+        """Slots with a game in flight."""
+        return sum(1 for g in self._games if g is not None)
+
+    def step(self, *, refill: bool = True) -> list[GameRecord]:
+        """One move in every game in flight; returns the records of the games that ended.
+
+        ``refill=True``: every empty slot starts a new game after the move (a finished game is
+        replaced at once). ``refill=False`` leaves them empty, to drain the worker: the games in
+        flight finish and no new ones start (:meth:`active_games` counts down to 0).
+        """
+        if not self._has_weights and self._override is None and not self.uniform_until_weights:
+            raise NoWeightsError(
+                "SelfPlayWorker.step() before set_weights(): the actor has no network weights yet "
+                "(pass uniform_until_weights=True to play with a uniform evaluator until they come)"
+            )
+        t0 = time.perf_counter()
+        active = [g for g, game in enumerate(self._games) if game is not None]
+        records: list[GameRecord] = []
+        if active:
+            net_before = self._timed.seconds
+            t_search = time.perf_counter()
+            results = self.search.search(self._timed, active)
+            self._search_s += time.perf_counter() - t_search - (self._timed.seconds - net_before)
+            for g in active:
+                res = results[g]
+                assert res is not None
+                record = self._advance(g, res)
+                if record is not None:
+                    records.append(record)
+        if refill:
+            for g, game in enumerate(self._games):
+                if game is None:
+                    self._start_game(g)
+        self._steps += 1
+        self._step_s += time.perf_counter() - t0
+        return records
+
+    def _advance(self, g: int, res: SearchResult) -> GameRecord | None:
+        """Record the searched position, maybe resign, play the move; a record when it ended."""
+        game = self._games[g]
+        assert game is not None
+        state, tracker = game.state, game.tracker
+        mover = state.to_move
+        if not game.versions_seen:  # the game's first move: its version is the one playing now
+            game.model_version = self.model_version
+        game.versions_seen.add(self.model_version)
+        if math.isinf(res.temperature):
+            # random opening: no search, not a recorded position
+            assert not game.pieces
+        else:
+            if not game.pieces:
+                game.start_pieces = self._start_history(tracker, state.ply)
+            self._searches += 1
+            self._simulations += self.config.num_simulations
+            total = int(res.visits.sum())
+            ok = (res.actions >= 0) & (res.visits > 0)
+            if total and ok.any():
+                idx = res.actions[ok].astype(np.int64)
+                prob = res.visits[ok] / float(res.visits[ok].sum())
+            else:  # the pass is the only move: no target
+                idx, prob = np.zeros(0, np.int64), np.zeros(0)
+            value = 0.0 if math.isnan(res.root_value) else float(np.clip(res.root_value, -1.0, 1.0))
+            game.pieces.append(tracker.current)
+            game.to_move.append(mover)
+            game.policies.append((idx, prob))
+            game.root_value.append(value)
+            if self.resign_threshold > 0 and res.searched:
+                if self._resign_check(game, mover, value):
+                    # the side resigns here: this position ends the game unrecorded
+                    game.pieces.pop()
+                    game.to_move.pop()
+                    game.policies.pop()
+                    game.root_value.pop()
+                    self._resigned += 1
+                    return self._finish(g, outcome=-1 if mover == 0 else 1)
+        move = res.move
+        state.play(move)
+        tracker.play(move)
+        self.search.play(g, move)
+        self._moves += 1
+        if state.is_terminal():
+            result = state.result()
+            return self._finish(g, outcome=0 if result is None else int(result))
+        return None
+
+    def _resign_check(self, game: _Game, mover: int, value: float) -> bool:
+        """Update the low-value streak of ``mover``; True when it resigns now."""
+        if value < -self.resign_threshold:
+            game.low[mover] += 1
+        else:
+            game.low[mover] = 0
+        if game.low[mover] < 2:
+            return False
+        if game.playout:
+            game.would_resign[mover] = True
+            return False
+        return True
+
+    def _start_history(self, tracker: PieceTracker, ply: int) -> np.ndarray:
+        """Piece lists of the states before the current one, newest first (the whole random
+        opening, capped at the record format's limit)."""
+        depth = min(ply, MAX_START_HISTORY)
+        return tracker.piece_lists(depth + 1)[1:]
+
+    def _finish(self, g: int, *, outcome: int) -> GameRecord | None:
+        game = self._games[g]
+        assert game is not None
+        self._games[g] = None
+        plies = game.state.ply
+        self._finished += 1
+        self._plies_total += plies
+        self._wins[0 if outcome == 1 else 1 if outcome == -1 else 2] += 1
+        if len(game.versions_seen) > 1:
+            self._spanning += 1
+        if game.playout:
+            self._playout_games += 1
+            for side in (0, 1):
+                if game.would_resign[side]:
+                    self._would_resign += 1
+                    lost = outcome == (-1 if side == 0 else 1)
+                    if not lost:
+                        self._false_resign += 1
+        if not game.pieces:  # ended inside the random opening (tiny boards): nothing to learn
+            self._unrecorded += 1
+            return None
+        self._positions += len(game.pieces)
+        return make_record(
+            run_id=self.run_id,
+            rules=self.rules,
+            config_hash=self.config_hash,
+            model_version=game.model_version,
+            actor=self.actor,
+            seed=game.seed,
+            pieces=np.stack(game.pieces),
+            to_move=game.to_move,
+            policies=game.policies,
+            root_value=game.root_value,
+            outcome=outcome,
+            plies=plies,
+            start_pieces=game.start_pieces,
+            versions=self._versions,
+        )
+
+    # -- metrics ---------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since construction, JSON-ready."""
+        finished = self._finished
+        net_s = self._timed.seconds
+        return {
+            "actor": self.actor,
+            "model_version": self.model_version,
+            "games_in_flight": self.active_games(),
+            "games_finished": finished,
+            "games_unrecorded": self._unrecorded,
+            "games_spanning_versions": self._spanning,
+            "positions": self._positions,
+            "steps": self._steps,
+            "moves": self._moves,
+            "searches": self._searches,
+            "simulations": self._simulations,
+            "evaluator_calls": self._timed.calls,
+            "evaluator_rows": self._timed.rows,
+            "mean_game_plies": self._plies_total / finished if finished else 0.0,
+            "wins_first": self._wins[0],
+            "wins_second": self._wins[1],
+            "draws": self._wins[2],
+            "resigned": self._resigned,
+            "playout_games": self._playout_games,
+            "would_resign": self._would_resign,
+            "false_resignations": self._false_resign,
+            "false_resignation_rate": self._false_resign / self._would_resign if self._would_resign else 0.0,
+            "step_s": self._step_s,
+            "search_s": self._search_s,
+            "network_s": net_s,
+            "other_s": max(0.0, self._step_s - self._search_s - net_s),
+            "simulations_per_s": self._simulations / self._step_s if self._step_s else 0.0,
+            "evaluations_per_s": self._timed.rows / self._step_s if self._step_s else 0.0,
+        }
