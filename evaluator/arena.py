@@ -24,7 +24,16 @@ from ccengine.engines import new_state, state_class
 from ccengine.players import Player, make_player
 from ccengine.rules import Rules
 
-__all__ = ["GameRecord", "MatchResult", "SideRecord", "game_seeds", "play_game", "play_match"]
+__all__ = [
+    "GameRecord",
+    "MatchResult",
+    "SideRecord",
+    "a_seat_of",
+    "game_seeds",
+    "opening_move",
+    "play_game",
+    "play_match",
+]
 
 Move = tuple[int, int]
 
@@ -114,6 +123,19 @@ def game_seeds(seed: int, games: int) -> list[tuple[np.random.SeedSequence, ...]
     return seeds[:games]
 
 
+def a_seat_of(index: int) -> int:
+    """The seat player A holds in game ``index``: 0 (moves first) in even games, 1 in odd ones."""
+    return index % 2
+
+
+def opening_move(state: Any, moves: list[Move], opening_rng: np.random.Generator, random_opening: int) -> Move | None:
+    """The uniformly random move of ``state`` (its legal ``moves``, drawn with ``opening_rng``)
+    while the game is in its random opening (the first ``2 * random_opening`` plies); None after."""
+    if state.ply < 2 * random_opening:
+        return moves[int(opening_rng.integers(len(moves)))]
+    return None
+
+
 def play_game(
     rules: Rules,
     player0: Player,
@@ -133,14 +155,12 @@ def play_game(
     seats = (player0, player1)
     positions = 0
     legal_total = 0
-    opening_plies = 2 * random_opening
     while not state.is_terminal():
         moves = state.legal_moves()
         positions += 1
         legal_total += len(moves)
-        if state.ply < opening_plies:
-            move = moves[int(opening_rng.integers(len(moves)))]
-        else:
+        move = opening_move(state, moves, opening_rng, random_opening)
+        if move is None:
             move = seats[state.to_move].select(state)
         state.play(move)
     return int(state.result()), int(state.ply), positions, legal_total
@@ -177,7 +197,7 @@ class _GamePlayer:
         opening_seed, a_seed, b_seed = self.seeds[index]
         self.player_a.reset(a_seed)
         self.player_b.reset(b_seed)
-        a_seat = 0 if index % 2 == 0 else 1
+        a_seat = a_seat_of(index)
         seats = (self.player_a, self.player_b) if a_seat == 0 else (self.player_b, self.player_a)
         result, plies, positions, legal = play_game(
             self.spec.rules,
