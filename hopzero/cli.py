@@ -6,6 +6,7 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``match``: a match between two player SPECs under the seed's protocol (``evaluator.arena``).
 - ``move``: the move a player SPEC chooses in a position, ``{"move": [s, e]}``.
 - ``bench movegen``: legal-move generation speed of the Cython engine against the reference.
+- ``train``: the whole training system (``hopzero.train``).
 - ``play``: a person against a player in the terminal (``hopzero.play``).
 - ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
 
@@ -506,6 +507,54 @@ def _batch_rate(rules: Rules, states: Sequence[Any], min_time: float) -> float |
 
 
 # ---------------------------------------------------------------------------------------------
+# train (the whole system)
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_train(sub: Any) -> None:
+    from hopzero.config import CONFIG_NAMES
+
+    p = sub.add_parser("train", help="train by self-play (Ray actors, replay buffer, learner, 55%% gate)")
+    p.add_argument("--config", choices=CONFIG_NAMES, default="fast",
+                   help="training configuration: demo (minutes), fast (ours, default), paper (Table 1)")
+    p.add_argument("--preset", metavar="P", default=None, help="the game (default: the config's; fast/demo: cc49)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="change a config field, e.g. --set learner.lr=0.01 (repeatable)")
+    p.add_argument("--ray-address", metavar="ADDR", default=None, help="join this Ray cluster (default: local Ray)")
+    p.add_argument("--redis-url", metavar="URL", default=None,
+                   help="use this Redis as the replay buffer (implies --set replay.backend=redis)")
+    p.add_argument("--seed", type=_int_arg(0), default=None, metavar="S", help="seed (default: the config's, 0)")
+    p.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="run directory (default runs/CONFIG-PRESET); an existing one is resumed")
+    p.add_argument("--json", action="store_true", help="print the final summary as JSON")
+    p.set_defaults(func=_cmd_train)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from hopzero.config import ConfigError, load_config
+    from hopzero.train import train
+
+    if args.preset is not None:
+        _preset_arg(args.preset)  # an unknown preset is a one-line error like everywhere else
+    overrides = list(args.overrides)
+    if args.redis_url:
+        overrides.append("replay.backend=redis")
+    try:
+        config = load_config(args.config, preset_name=args.preset, overrides=overrides, seed=args.seed)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    run_dir = args.run_dir or os.path.join("runs", f"{config.name}-{config.preset}")
+    try:
+        summary = train(config, run_dir=run_dir, ray_address=args.ray_address, redis_url=args.redis_url,
+                        out=sys.stderr if args.json else sys.stdout)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "text"}))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # play (a person against a player, in the terminal)
 # ---------------------------------------------------------------------------------------------
 
@@ -559,7 +608,7 @@ def _cmd_ccp(args: argparse.Namespace) -> int:
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_play, _add_ccp)
+_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -450,6 +450,8 @@ class WindowMirror:
         self.records = 0
         self.skipped: dict[str, int] = {}
         self.warmups = 0
+        #: Records of older models are skipped (stage 2 ignores stage-1 games still in flight).
+        self.min_model_version = -1
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -507,6 +509,9 @@ class WindowMirror:
             return 0
         if rules != self.rules:
             self._skip("foreign", f"rules of preset {rec.preset!r} differ from the learner's {self.rules.name!r}")
+            return 0
+        if rec.model_version < self.min_model_version:
+            self.skipped["stale"] = self.skipped.get("stale", 0) + 1  # expected at a stage switch: no log
             return 0
         t_len = rec.num_positions
         counts = np.diff(rec.policy_offsets.astype(np.int64))

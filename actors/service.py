@@ -1,0 +1,180 @@
+"""A self-play actor as a long-lived service (what ``hopzero train`` starts on each CPU).
+
+Before the first best model exists it plays the paper's stage 1 (greedy games, ``heuristic.py``)
+up to its share of ``stage1.games``; then it plays MCTS self-play (``selfplay.py``) with the
+newest best weights, checked between moves by asking the registry for a version number (a few
+bytes; the weights are fetched only when it changed). Every finished game goes to the replay
+buffer. Killed, Ray restarts it and the driver calls ``run()`` again: it only loses the games
+in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from ccengine.encoding import encoding_for
+from hopzero.config import TrainConfig
+from hopzero.logs import configure_logging
+from hopzero.metrics import Metrics
+from hopzero.replay_link import ReplayLink
+
+from .heuristic import HeuristicWorker
+from .selfplay import SelfPlayWorker
+
+__all__ = ["SelfPlayService"]
+
+log = logging.getLogger("hopzero.selfplay")
+
+
+def _actor_seed(base: int, index: int) -> int:
+    """A seed per actor; a restarted actor gets a fresh one so it does not replay its games."""
+    restarted = 0
+    try:
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed:
+            restarted = time.time_ns()
+    except Exception:  # noqa: BLE001 - outside Ray
+        pass
+    return int(np.random.SeedSequence([base, index, restarted]).generate_state(1, np.uint64)[0])
+
+
+class SelfPlayService:
+    """Plays games and streams them to the replay buffer; see the module docstring."""
+
+    def __init__(
+        self, config: dict[str, Any], name: str, index: int, replay: ReplayLink, registry: Any, *, actors: int = 1
+    ) -> None:
+        from learner.model import NetConfig
+
+        configure_logging()
+        cfg = TrainConfig.from_dict(config)
+        self.cfg, self.name, self.registry = cfg, name, registry
+        rules = cfg.game_rules()
+        seed = _actor_seed(cfg.seed, index)
+        enc = encoding_for(rules, cfg.network.encoding, history=cfg.network.history)
+        self.worker = SelfPlayWorker(
+            rules,
+            games=cfg.selfplay.games_per_actor,
+            search=cfg.search,
+            net_config=NetConfig.for_rules(rules, enc.in_planes, cfg.network.size),
+            encoding=cfg.network.encoding,
+            history=cfg.network.history,
+            run_id=replay.run_id,
+            config_hash=cfg.hash(),
+            actor=name,
+            seed=seed,
+            resign_threshold=cfg.selfplay.resign_threshold,
+            resign_playout_fraction=cfg.selfplay.resign_playout_fraction,
+        )
+        s1 = cfg.stage1
+        self.heuristic = (
+            HeuristicWorker(
+                rules,
+                run_id=replay.run_id,
+                config_hash=cfg.hash(),
+                actor=name,
+                seed=seed,
+                start_mix=tuple(s1.start_mix),
+                random_moves=s1.random_moves,
+                keep_fraction=s1.keep_fraction,
+            )
+            if s1.enabled
+            else None
+        )
+        self.heuristic_quota = -(-s1.games // max(actors, 1)) if s1.enabled else 0
+        self.heuristic_games = 0
+        self.writer = replay.writer()
+        self.metrics = Metrics()
+        self._stop = threading.Event()
+        self._version_ref: Any = None
+        self._rate = (time.perf_counter(), 0, 0)  # (since, simulations, positions) for rates
+        self._sims_per_s = 0.0
+        self._positions_per_s = 0.0
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Play until :meth:`stop`; every exception is logged before it ends the actor."""
+        try:
+            while not self._stop.is_set():
+                self._follow_best()
+                if self.worker.has_weights:
+                    self._send(self.worker.step(), stage="2")
+                elif self.heuristic is not None and self.heuristic_games < self.heuristic_quota:
+                    n = min(16, self.heuristic_quota - self.heuristic_games)
+                    records = self.heuristic.generate(n)
+                    self.heuristic_games += n
+                    self._send(records, stage="1")
+                else:
+                    time.sleep(0.2)  # waiting for the first best model
+                self._update_rates()
+        except Exception:
+            log.exception("%s failed", self.name)
+            raise
+
+    def _follow_best(self) -> None:
+        """Switch to newer best weights without ever blocking on the registry."""
+        import ray
+
+        if self._version_ref is None:
+            self._version_ref = self.registry.best_version.remote()
+            return
+        ready, _ = ray.wait([self._version_ref], timeout=0)
+        if not ready:
+            return
+        version = ray.get(self._version_ref)
+        self._version_ref = self.registry.best_version.remote()
+        if version > self.worker.model_version:
+            best = ray.get(self.registry.best.remote())
+            if best is not None:
+                self.worker.set_weights(*best)
+                log.info("%s plays with model v%d", self.name, best[0])
+
+    def _send(self, records: list[Any], *, stage: str) -> None:
+        for record in records:
+            self.writer.add(record)
+            self.metrics.inc("hopzero_selfplay_games", 1, actor=self.name, stage=stage)
+            self.metrics.inc("hopzero_selfplay_positions", record.num_positions, actor=self.name, stage=stage)
+        if hasattr(self.writer, "send"):
+            self.writer.send()  # Redis: push what is pending now rather than at the next add
+
+    def _update_rates(self) -> None:
+        since, sims0, pos0 = self._rate
+        now = time.perf_counter()
+        if now - since < 5.0:
+            return
+        s = self.worker.stats()
+        sims, positions = s.get("simulations", 0), s.get("positions", 0) + self._heuristic_positions()
+        self._sims_per_s = (sims - sims0) / (now - since)
+        self._positions_per_s = (positions - pos0) / (now - since)
+        self._rate = (now, sims, positions)
+        self.metrics.inc("hopzero_selfplay_simulations", sims - sims0, actor=self.name)
+        self.metrics.set("hopzero_selfplay_sims_per_second", self._sims_per_s, actor=self.name)
+        self.metrics.set("hopzero_selfplay_model_version", self.worker.model_version, actor=self.name)
+
+    def _heuristic_positions(self) -> int:
+        return int(self.heuristic.stats().get("positions", 0)) if self.heuristic is not None else 0
+
+    def stop(self) -> None:
+        """End the loop after the current step."""
+        self._stop.set()
+
+    def stats(self) -> dict[str, Any]:
+        """Games, positions and simulations so far, rates, model version, stage."""
+        s = self.worker.stats()
+        h = self.heuristic.stats() if self.heuristic is not None else {}
+        return {
+            "games": s.get("games_finished", 0) + h.get("games", 0),
+            "positions": s.get("positions", 0) + h.get("positions", 0),
+            "simulations": s.get("simulations", 0),
+            "sims_per_s": self._sims_per_s,
+            "positions_per_s": self._positions_per_s,
+            "model_version": self.worker.model_version,
+            "stage": 2 if self.worker.has_weights else 1,
+        }

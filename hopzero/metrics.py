@@ -1,0 +1,113 @@
+"""Metrics of every component, for Prometheus (names and meanings: docs/METRICS.md).
+
+Inside Ray actors the metrics are ``ray.util.metrics`` objects: Ray's metrics agent exports them
+on each node with a ``ray_`` prefix and one series per worker (``ray_hopzero_...``). Outside Ray
+(the driver, a plain process) they are ``prometheus_client`` objects of the same names. The
+``Metrics`` facade hides which; where neither can work (no Ray worker, no client installed) it
+records nothing, so the training code never depends on monitoring being up.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["METRICS", "Metrics"]
+
+log = logging.getLogger(__name__)
+
+#: name -> (kind, description, tag keys). The single source of truth for docs/METRICS.md.
+METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # self-play actors
+    "hopzero_selfplay_games": ("counter", "Self-play games finished", ("actor", "stage")),
+    "hopzero_selfplay_positions": ("counter", "Positions in finished self-play games", ("actor", "stage")),
+    "hopzero_selfplay_simulations": ("counter", "Tree-search simulations run", ("actor",)),
+    "hopzero_selfplay_sims_per_second": ("gauge", "Simulations per second of the actor", ("actor",)),
+    "hopzero_selfplay_model_version": ("gauge", "Model version the actor plays with", ("actor",)),
+    # replay buffer, as the learner sees it
+    "hopzero_replay_window_positions": ("gauge", "Positions in the learner's replay window", ()),
+    "hopzero_replay_inserted": ("counter", "Positions inserted into the learner's window", ()),
+    "hopzero_replay_sampled": ("counter", "Positions sampled for training", ()),
+    "hopzero_replay_skipped_records": ("counter", "Records skipped (malformed, foreign, future, stale)", ("kind",)),
+    # learner
+    "hopzero_learner_steps": ("counter", "Learner optimisation steps", ()),
+    "hopzero_learner_loss": ("gauge", "Loss terms of the last step", ("term",)),
+    "hopzero_learner_lr": ("gauge", "Learning rate", ()),
+    "hopzero_learner_steps_per_second": ("gauge", "Learner steps per second", ()),
+    # evaluator
+    "hopzero_gate_score": ("gauge", "Score of the last candidate against the best (wins + draws/2)", ()),
+    "hopzero_gate_games": ("counter", "Gating games played", ()),
+    "hopzero_promotions": ("counter", "Promotions of a candidate to best", ()),
+    "hopzero_best_version": ("gauge", "Version of the best model", ()),
+    "hopzero_winrate_vs_greedy": ("gauge", "Score of the best model against greedy (paper protocol)", ()),
+    "hopzero_elo": ("gauge", "Elo of the best model, greedy = 0", ()),
+}
+
+
+class Metrics:
+    """Counters and gauges by name; ``inc``/``set`` with tag values. Safe when unmonitored."""
+
+    def __init__(self, backend: str = "auto") -> None:
+        self._objects: dict[str, Any] = {}
+        self.backend = self._choose(backend)
+
+    @staticmethod
+    def _choose(backend: str) -> str:
+        if backend != "auto":
+            return backend
+        try:
+            import ray
+
+            if ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE:
+                return "ray"
+        except Exception:  # noqa: BLE001 - no Ray, or not inside a worker
+            pass
+        try:
+            import prometheus_client  # noqa: F401
+
+            return "prometheus"
+        except ImportError:
+            return "none"
+
+    def _get(self, name: str) -> Any:
+        obj = self._objects.get(name)
+        if obj is not None or self.backend == "none":
+            return obj
+        kind, description, tags = METRICS[name]
+        try:
+            if self.backend == "ray":
+                from ray.util import metrics as rm
+
+                cls = rm.Counter if kind == "counter" else rm.Gauge
+                obj = cls(name, description=description, tag_keys=tags)
+            else:
+                import prometheus_client as pc
+
+                cls = pc.Counter if kind == "counter" else pc.Gauge
+                obj = cls(name, description, labelnames=tags)
+        except Exception as exc:  # noqa: BLE001 - monitoring must never stop training
+            log.warning("metric %s unavailable: %s", name, exc)
+            self.backend = "none"
+            return None
+        self._objects[name] = obj
+        return obj
+
+    def inc(self, name: str, value: float = 1.0, **tags: str) -> None:
+        """Add ``value`` to a counter."""
+        obj = self._get(name)
+        if obj is None or value <= 0:
+            return
+        if self.backend == "ray":
+            obj.inc(value, tags=tags or None)
+        else:
+            (obj.labels(**tags) if tags else obj).inc(value)
+
+    def set(self, name: str, value: float, **tags: str) -> None:
+        """Set a gauge."""
+        obj = self._get(name)
+        if obj is None:
+            return
+        if self.backend == "ray":
+            obj.set(value, tags=tags or None)
+        else:
+            (obj.labels(**tags) if tags else obj).set(value)

@@ -1,0 +1,64 @@
+"""Pictures of a run: win rate against greedy, gate scores and Elo over time (PNG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hopzero.rundir import RunDir
+
+__all__ = ["write_plots"]
+
+
+def write_plots(rundir: RunDir) -> list[Path]:
+    """Write ``plots/winrate.png`` and ``plots/elo.png`` from evaluations.jsonl; returns the files."""
+    evaluations = rundir.read_jsonl("evaluations.jsonl")
+    if not evaluations:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = rundir.path / "plots"
+    out_dir.mkdir(exist_ok=True)
+    written = []
+
+    t0 = min(e.get("wall", 0.0) for e in evaluations)
+    for e in evaluations:
+        e["time"] = e.get("wall", t0) - t0
+    greedy = [e for e in evaluations if e.get("kind") == "greedy"]
+    gates = [e for e in evaluations if e.get("kind") == "gate"]
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    if greedy:
+        ax.plot([e["time"] / 60 for e in greedy], [100 * e["score"] for e in greedy], "o-", label="best vs greedy")
+    if gates:
+        ax.plot([e["time"] / 60 for e in gates], [100 * e["score"] for e in gates], "s", alpha=0.6,
+                label="candidate vs best (gate)")
+        ax.axhline(55, color="grey", linestyle=":", label="55% gate")
+    ax.set_xlabel("minutes")
+    ax.set_ylabel("score (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(f"{rundir.path.name}: win rates")
+    fig.tight_layout()
+    path = out_dir / "winrate.png"
+    fig.savefig(path)
+    plt.close(fig)
+    written.append(path)
+
+    elo = [e for e in greedy if "elo" in e]
+    if elo:
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        ax.plot([e["time"] / 60 for e in elo], [e["elo"] for e in elo], "o-")
+        ax.axhline(0, color="grey", linestyle=":", label="greedy = 0")
+        ax.set_xlabel("minutes")
+        ax.set_ylabel("Elo of the best model")
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{rundir.path.name}: Elo (greedy = 0)")
+        fig.tight_layout()
+        path = out_dir / "elo.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,306 @@
+"""``hopzero train``: the driver that starts and watches the whole training system.
+
+It starts (or joins) Ray, the replay buffer (the embedded store in a Ray actor, or Redis), the
+model registry, the learner (on a GPU when the cluster has one), the self-play actors and the
+evaluator; then it prints progress, writes the run directory (rundir.py) and restarts what
+died: an actor or learner killed is restarted by Ray (``max_restarts``) and its loop is called
+again here; the learner resumes from its newest checkpoint. Ctrl-C stops everything cleanly;
+running the same command on the same run directory resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from hopzero.config import TrainConfig
+from hopzero.rundir import RunDir
+
+__all__ = ["Placement", "plan_placement", "train"]
+
+log = logging.getLogger("hopzero.train")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How many self-play actors there are and what each component asks Ray for."""
+
+    actors: int
+    actor_cpus: float
+    learner_cpus: float
+    learner_gpus: float
+    evaluator_cpus: float
+
+
+def plan_placement(config: TrainConfig, cpus: float, gpus: float) -> Placement:
+    """Fit the components into ``cpus``/``gpus``: on a small box with fractional CPUs so that
+    everything is scheduled, on a cluster one CPU per self-play actor as configured."""
+    small = cpus < 6
+    learner_cpus = 0.5 if small else 1.0
+    evaluator_cpus = 0.5 if small else 1.0
+    free = max(cpus - learner_cpus - evaluator_cpus, 0.5)
+    actors = config.selfplay.actors or max(1, int(free // config.selfplay.actor_cpus))
+    actor_cpus = min(config.selfplay.actor_cpus, free / actors)
+    return Placement(actors, round(actor_cpus, 3), learner_cpus, 1.0 if gpus >= 1 else 0.0, evaluator_cpus)
+
+
+def train(
+    config: TrainConfig,
+    *,
+    run_dir: str | os.PathLike[str],
+    ray_address: str | None = None,
+    redis_url: str | None = None,
+    out: TextIO = sys.stdout,
+) -> dict[str, Any]:
+    """Run training until the time budget, the step limit or Ctrl-C; returns the final summary."""
+    import ray
+
+    from hopzero.registry import ModelRegistry
+    from hopzero.replay_link import ReplayLink
+    from learner.records import versions_now
+
+    rundir = RunDir(run_dir)
+    info = rundir.start(config, versions_now())
+    run_id = info["run_id"]
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        if ray_address:
+            ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
+        else:
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
+                     log_to_driver=False)
+    resources = ray.cluster_resources()
+    place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0))
+    redis_server = None
+    try:
+        if config.replay.backend == "redis":
+            url = redis_url or config.replay.redis_url
+            if not url:
+                from hopzero.redis_server import LocalRedis
+
+                redis_server = LocalRedis(rundir.path / "redis")
+                url = redis_server.start()
+            link = ReplayLink("redis", run_id, redis_url=url)
+        else:
+            from learner.replay import MemoryReplay
+
+            store = ray.remote(MemoryReplay).options(num_cpus=0, max_concurrency=4).remote(run_id)
+            link = ReplayLink("memory", run_id, store=store)
+        registry = ray.remote(ModelRegistry).options(num_cpus=0, max_concurrency=8).remote()
+        system = _System(config, rundir, link, registry, place, out)
+        return system.run(info)
+    finally:
+        if redis_server is not None:
+            redis_server.stop()
+        if started_ray:
+            ray.shutdown()
+
+
+class _System:
+    """The started components and the driver's watch loop."""
+
+    def __init__(self, config: TrainConfig, rundir: RunDir, link: Any, registry: Any, place: Placement, out: TextIO):
+        import ray
+
+        from actors.service import SelfPlayService
+        from evaluator.service import EvaluatorService
+        from learner.service import LearnerService
+
+        self.config, self.rundir, self.out, self.place = config, rundir, out, place
+        cfg_dict = config.to_dict()
+        run_dir = str(rundir.path)
+        self.registry = registry
+        _restore_best(rundir, registry)
+        # Named actors (RUN_ID-learner, RUN_ID-evaluator, RUN_ID-actor-I): tools and tests can
+        # find them with ray.get_actor; max_restarts=-1: Ray restarts any that dies.
+        prefix = link.run_id
+        self.learner = ray.remote(LearnerService).options(
+            name=f"{prefix}-learner", num_cpus=place.learner_cpus, num_gpus=place.learner_gpus,
+            max_concurrency=2, max_restarts=-1,
+        ).remote(cfg_dict, run_dir, link, registry)
+        self.evaluator = ray.remote(EvaluatorService).options(
+            name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1
+        ).remote(cfg_dict, run_dir, registry)
+        self.actors = [
+            ray.remote(SelfPlayService).options(
+                name=f"{prefix}-actor-{i}", num_cpus=place.actor_cpus, max_concurrency=2, max_restarts=-1,
+                scheduling_strategy="SPREAD",
+            ).remote(cfg_dict, f"actor-{i}", i, link, registry, actors=place.actors)
+            for i in range(place.actors)
+        ]
+        self.loops: dict[Any, Any] = {}  # run() object ref -> actor handle
+        for handle in [self.learner, self.evaluator, *self.actors]:
+            self.loops[handle.run.remote()] = handle
+        self.restarts = 0
+
+    def run(self, info: dict[str, Any]) -> dict[str, Any]:
+        cfg = self.config
+        start = time.monotonic()
+        budget = cfg.run.minutes * 60.0
+        self.out.write(
+            f"hopzero train: {cfg.name} config on {cfg.preset}, run {info['run_id']} in {self.rundir.path}"
+            f"{' (resumed)' if info.get('resumed') else ''}\n"
+            f"  {self.place.actors} self-play actor(s) x {cfg.selfplay.games_per_actor} games, "
+            f"{cfg.search.num_simulations} simulations per move; learner on "
+            f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {cfg.replay.backend}; "
+            f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
+        )
+        self.out.flush()
+        interrupted = False
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGINT) if main_thread else None
+        if main_thread:  # Ray may install its own handler; Ctrl-C must reach this loop
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            while True:
+                time.sleep(cfg.run.progress_every_s)
+                self._revive()
+                snap = self._snapshot(time.monotonic() - start)
+                self.rundir.append("metrics.jsonl", snap)
+                self.out.write(_progress_line(snap) + "\n")
+                self.out.flush()
+                if budget and time.monotonic() - start >= budget:
+                    break
+                if cfg.run.max_learner_steps and snap["learner"].get("steps", 0) >= cfg.run.max_learner_steps:
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+            self.out.write("\nstopping (Ctrl-C) ...\n")
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGINT, previous)
+        return self._finish(time.monotonic() - start, interrupted)
+
+    def _revive(self) -> None:
+        """Call ``run()`` again on components whose loop ended (Ray restarted a killed actor)."""
+        import ray
+
+        done, _ = ray.wait(list(self.loops), num_returns=len(self.loops), timeout=0)
+        for ref in done:
+            handle = self.loops.pop(ref)
+            try:
+                ray.get(ref)
+                reason = "its loop returned"
+            except Exception as exc:  # noqa: BLE001 - the actor died; Ray restarts it
+                reason = f"{type(exc).__name__}"
+            log.warning("a component stopped (%s); starting its loop again", reason)
+            self.restarts += 1
+            self.loops[handle.run.remote()] = handle
+
+    def _snapshot(self, elapsed: float) -> dict[str, Any]:
+        import ray
+
+        def ask(handle: Any) -> dict[str, Any]:
+            try:
+                return ray.get(handle.stats.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - a restarting component has no stats this time
+                return {}
+
+        actors = [ask(a) for a in self.actors]
+        return {
+            "time": round(elapsed, 1),
+            "wall": time.time(),
+            "selfplay": _sum_actor_stats(actors),
+            "learner": ask(self.learner),
+            "evaluator": ask(self.evaluator),
+            "registry": ray.get(self.registry.stats.remote()),
+            "restarts": self.restarts,
+        }
+
+    def _finish(self, elapsed: float, interrupted: bool) -> dict[str, Any]:
+        import ray
+
+        for handle in [*self.actors, self.evaluator, self.learner]:
+            try:
+                handle.stop.remote()
+            except Exception:  # noqa: BLE001
+                pass
+        ray.wait(list(self.loops), num_returns=len(self.loops), timeout=60)
+        snap = self._snapshot(elapsed)
+        self.rundir.append("metrics.jsonl", snap)
+        from hopzero.plots import write_plots
+
+        plots = write_plots(self.rundir)
+        summary = _summary(self.config, self.rundir, snap, elapsed, interrupted, plots)
+        self.out.write(summary["text"] + "\n")
+        self.out.flush()
+        return summary
+
+
+def _restore_best(rundir: RunDir, registry: Any) -> None:
+    """A resumed run starts from its recorded best model."""
+    from evaluator.promotion import read_best
+
+    best = read_best(rundir.path)
+    if best is None:
+        return
+    from learner.network_evaluator import load_net_with_meta
+
+    path = Path(best.path)
+    model, _ = load_net_with_meta(path if path.is_absolute() else rundir.path / path)
+    arrays = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+    registry.set_best.remote(best.version, arrays)
+
+
+def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("games", "positions", "simulations")
+    total: dict[str, Any] = {k: sum(s.get(k, 0) for s in stats) for k in keys}
+    total["sims_per_s"] = sum(s.get("sims_per_s", 0.0) for s in stats)
+    total["positions_per_s"] = sum(s.get("positions_per_s", 0.0) for s in stats)
+    total["actors"] = len([s for s in stats if s])
+    total["model_versions"] = sorted({s.get("model_version", -1) for s in stats if s})
+    total["stage"] = max((s.get("stage", 0) for s in stats), default=0)
+    return total
+
+
+def _progress_line(snap: dict[str, Any]) -> str:
+    sp, le, ev = snap["selfplay"], snap["learner"], snap["evaluator"]
+    minutes, seconds = divmod(int(snap["time"]), 60)
+    losses = le.get("losses", {})
+    loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f})" if losses else "loss -"
+    greedy = ev.get("vs_greedy")
+    gate = ev.get("last_gate")
+    parts = [
+        f"[{minutes:02d}:{seconds:02d}]",
+        f"stage {le.get('stage', '?')}",
+        f"games {sp['games']:,} ({sp['positions_per_s']:.0f} pos/s, {sp['sims_per_s']:,.0f} sims/s)",
+        f"learner {le.get('steps', 0):,} steps {le.get('steps_per_s', 0):.1f}/s {loss}",
+        f"buffer {le.get('window', 0):,}",
+        f"best v{snap['registry']['best_version']}",
+        f"vs greedy {greedy['score']:.0%}" if greedy else "vs greedy -",
+        f"gate v{gate['candidate']} {gate['score']:.0%} {gate['decision']}" if gate else "gate -",
+        f"promotions {snap['registry']['promotions']}",
+    ]
+    return " | ".join(parts)
+
+
+def _summary(
+    config: TrainConfig, rundir: RunDir, snap: dict[str, Any], elapsed: float, interrupted: bool, plots: list[Path]
+) -> dict[str, Any]:
+    greedy = [e for e in rundir.read_jsonl("evaluations.jsonl") if e.get("kind") == "greedy"]
+    last = greedy[-1] if greedy else None
+    best = snap["registry"]["best_version"]
+    lines = [
+        f"{'Stopped' if interrupted else 'Finished'} after {elapsed / 60:.1f} min: "
+        f"{snap['selfplay']['games']:,} self-play games, {snap['learner'].get('steps', 0):,} learner steps, "
+        f"{snap['registry']['promotions']} promotion(s).",
+    ]
+    if last:
+        lines.append(
+            f"Best model v{last['version']}: score {last['score']:.1%} against greedy "
+            f"({last['wins']} wins, {last['draws']} draws, {last['losses']} losses in {last['games']} games, "
+            f"{last['simulations']} simulations per move, paper protocol)."
+        )
+    else:
+        lines.append(f"Best model v{best}: not yet measured against greedy.")
+    lines.append(f"Run directory: {rundir.path} (model=RUN_DIR plays its best model; plots: "
+                 f"{', '.join(p.name for p in plots) or 'none'}).")
+    return {"text": "\n".join(lines), "best_version": best, "vs_greedy": last, "elapsed_s": elapsed,
+            "interrupted": interrupted}

@@ -1,0 +1,182 @@
+"""The learner as a long-lived service: follow the replay window, train, publish, checkpoint.
+
+Runs in a Ray actor (``hopzero.train`` starts it on a GPU when the cluster has one), but is a
+plain class: ``run()`` loops until ``stop()``; ``stats()`` may be called meanwhile (the actor is
+threaded). Inputs: records from the replay buffer. Outputs: candidate weights to the registry
+every ``evaluation.candidate_every_steps`` steps, the stage-1 network as the first best model,
+checkpoints in ``RUN_DIR/checkpoints``. Killed and restarted, it resumes from its newest valid
+checkpoint (steps, optimiser, stage) and refills its window from the buffer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ccengine.encoding import encoding_for
+from hopzero.config import TrainConfig
+from hopzero.logs import configure_logging
+from hopzero.metrics import Metrics
+from hopzero.replay_link import ReplayLink
+
+from .checkpoint import latest_checkpoint, save_checkpoint
+from .model import NetConfig
+from .replay import RatioLimiter, WindowMirror
+from .training import Trainer
+
+__all__ = ["LearnerService"]
+
+log = logging.getLogger("hopzero.learner")
+
+
+class LearnerService:
+    """Trains the network on the replay window; see the module docstring."""
+
+    def __init__(self, config: dict[str, Any], run_dir: str, replay: ReplayLink, registry: Any) -> None:
+        configure_logging()
+        self.cfg = TrainConfig.from_dict(config)
+        self.run_dir = Path(run_dir)
+        self.registry = registry
+        cfg = self.cfg
+        self.rules = cfg.game_rules()
+        self.encoding = encoding_for(self.rules, cfg.network.encoding, history=cfg.network.history)
+        net_config = NetConfig.for_rules(self.rules, self.encoding.in_planes, cfg.network.size)
+        self.checkpoints = self.run_dir / "checkpoints"
+        found = latest_checkpoint(self.checkpoints)
+        if found is not None:
+            self.trainer = Trainer.from_checkpoint(found, config=cfg.learner)
+            self.stage = int(found.extra.get("stage", 2))
+            log.info("learner resumed from %s (step %d, stage %d)", found.path, self.trainer.steps, self.stage)
+        else:
+            self.trainer = Trainer(net_config, cfg.learner, seed=cfg.seed)
+            self.stage = 1 if cfg.stage1.enabled else 2
+        self.limiter = self._limiter()
+        self.mirror = WindowMirror(
+            replay.reader(),
+            self.encoding,
+            window_positions=cfg.replay.window_positions,
+            value_target=cfg.replay.value_target,
+            limiter=self.limiter,
+        )
+        if self.stage == 2:
+            self.mirror.min_model_version = 1
+        self.rng = np.random.default_rng([cfg.seed, self.trainer.steps])
+        self.metrics = Metrics()
+        self._stop = threading.Event()
+        self._last: dict[str, float] = {}
+        self._rate = 0.0
+        self._sampled = 0
+
+    def _limiter(self) -> RatioLimiter | None:
+        r = self.cfg.replay
+        if self.stage == 1:
+            return None  # stage-1 data comes far faster than it can be learned: no ratio to keep
+        return RatioLimiter(r.samples_per_insert, min_size_to_sample=r.min_positions, error_buffer=r.error_buffer)
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Train until :meth:`stop`; every exception is logged before it ends the actor."""
+        try:
+            self._run()
+        except Exception:
+            log.exception("learner failed")
+            raise
+
+    def _run(self) -> None:
+        cfg = self.cfg
+        if self.stage == 2 and self.trainer.steps > 0:
+            self._publish_candidate()  # a restarted learner offers what it has
+        window_start = time.perf_counter()
+        steps_then = self.trainer.steps
+        while not self._stop.is_set():
+            self.mirror.poll(max_records=512)
+            if self.mirror.size < min(cfg.replay.min_positions, cfg.replay.window_positions):
+                time.sleep(0.05)
+                continue
+            batch = self.mirror.try_sample(cfg.learner.batch_size, self.rng, augment=cfg.replay.augment)
+            if batch is None:
+                time.sleep(0.02)  # the ratio limiter says: wait for self-play
+                continue
+            self._last = self.trainer.step(batch)
+            self._sampled += cfg.learner.batch_size
+            self._after_step()
+            now = time.perf_counter()
+            if now - window_start >= 5.0:
+                self._rate = (self.trainer.steps - steps_then) / (now - window_start)
+                window_start, steps_then = now, self.trainer.steps
+                self._export_metrics()
+        self.checkpoint()
+
+    def _after_step(self) -> None:
+        cfg = self.cfg
+        steps = self.trainer.steps
+        if self.stage == 1 and steps >= cfg.stage1.steps:
+            self._finish_stage1()
+        elif self.stage == 2 and steps % cfg.evaluation.candidate_every_steps == 0:
+            self._publish_candidate()
+        if self.trainer.checkpoint_due:
+            self.checkpoint()
+
+    def _finish_stage1(self) -> None:
+        """The stage-1 network becomes the first best model; self-play starts with it."""
+        version, weights = self.trainer.export_weights()
+        self.registry.set_best.remote(version, weights)
+        self.registry.publish_candidate.remote(version, weights)
+        self.stage = 2
+        self.checkpoint()
+        self.mirror.clear()
+        self.mirror.min_model_version = 1
+        self.limiter = self._limiter()
+        self.mirror.limiter = self.limiter
+        log.info("stage 1 done at step %d: its network is the first best model", version)
+
+    def _publish_candidate(self) -> None:
+        version, weights = self.trainer.export_weights()
+        self.registry.publish_candidate.remote(version, weights)
+
+    def checkpoint(self) -> Path:
+        """Write a checkpoint now (atomic; the newest few are kept)."""
+        extra = {"stage": self.stage, "config": self.cfg.to_dict(), "config_hash": self.cfg.hash()}
+        return save_checkpoint(self.checkpoints, self.trainer, extra)
+
+    def stop(self) -> None:
+        """Ask the loop to end after its current step (it writes a last checkpoint)."""
+        self._stop.set()
+
+    # -- reporting --------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Steps, stage, losses, window and limiter state (for the driver's progress line)."""
+        mirror = self.mirror.stats()
+        return {
+            "steps": self.trainer.steps,
+            "stage": self.stage,
+            "steps_per_s": self._rate,
+            "losses": dict(self._last),
+            "window": mirror["size"],
+            "inserted": mirror["inserted"],
+            "sampled": self._sampled,
+            "skipped": mirror["skipped"],
+            "warmups": mirror["warmups"],
+            "device": str(self.trainer.device),
+            "pid": os.getpid(),
+        }
+
+    def _export_metrics(self) -> None:
+        m, last = self.metrics, self._last
+        m.set("hopzero_learner_steps_per_second", self._rate)
+        m.set("hopzero_learner_lr", last.get("lr", 0.0))
+        for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2")):
+            m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
+        m.set("hopzero_replay_window_positions", self.mirror.size)
+        m.inc("hopzero_learner_steps", self.trainer.steps - self._metric_steps)
+        self._metric_steps = self.trainer.steps
+
+    _metric_steps = 0

@@ -1,0 +1,169 @@
+"""The real training loop: local Ray, a real redis-server on a free loopback port, tiny settings.
+
+One run per test, each about a minute: self-play actors, learner, evaluator and driver exactly
+as ``hopzero train`` starts them, with a gate threshold low enough that a promotion happens
+(the gate's arithmetic is tested in test_gating.py; here the mechanism is under test).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+redis = pytest.importorskip("redis")
+
+from evaluator.promotion import promotion_history, read_best  # noqa: E402
+from hopzero.config import load_config  # noqa: E402
+from hopzero.redis_server import LocalRedis  # noqa: E402
+from hopzero.rundir import RunDir  # noqa: E402
+from hopzero.train import train  # noqa: E402
+
+TINY = [
+    "network.size=tiny",
+    "stage1.games=120",
+    "stage1.steps=40",
+    "search.num_simulations=12",
+    "selfplay.games_per_actor=8",
+    "replay.min_positions=200",
+    "replay.error_buffer=512",
+    "learner.batch_size=32",
+    "learner.checkpoint_every_steps=50",
+    "evaluation.candidate_every_steps=60",
+    "evaluation.simulations=6",
+    "evaluation.parallel_games=4",
+    "evaluation.greedy_games=2",
+    "evaluation.gate.games=2",
+    "evaluation.gate.min_games=2",
+    "evaluation.gate.threshold=0.01",  # any complete pair promotes: the mechanism is under test
+    "run.progress_every_s=2",
+]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = LocalRedis(tmp_path / "redis", persistent=False)
+    server.start()
+    yield server
+    server.stop()
+
+
+def tiny_config(minutes: float, *extra: str):
+    return load_config("demo", preset_name="cc49", overrides=[*TINY, f"run.minutes={minutes}", *extra], seed=3)
+
+
+def stream_length(url: str) -> int:
+    client = redis.Redis.from_url(url)
+    try:
+        return int(client.xlen("hopzero:games"))
+    except redis.ResponseError:
+        return 0
+    finally:
+        client.close()
+
+
+def snapshots(run_dir: Path) -> list[dict]:
+    return RunDir(run_dir).read_jsonl("metrics.jsonl")
+
+
+def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config(1.2, "replay.backend=redis")
+    summary = train(config, run_dir=run_dir, redis_url=redis_server.url, out=open("/dev/null", "w"))
+
+    assert stream_length(redis_server.url) > 0, "no game reached Redis"
+    last = snapshots(run_dir)[-1]
+    assert last["learner"]["steps"] > config.stage1.steps, "the learner did not train past stage 1"
+    assert list((run_dir / "checkpoints").glob("checkpoint-*.pt")), "no checkpoint"
+    evaluations = RunDir(run_dir).read_jsonl("evaluations.jsonl")
+    gates = [e for e in evaluations if e["kind"] == "gate"]
+    assert gates and all(e["decision"] in ("promote", "reject") for e in gates), "the evaluator decided nothing"
+    history = promotion_history(run_dir)
+    assert len(history) >= 2, "stage 1's model and at least one gated promotion"
+    best = read_best(run_dir)
+    assert best is not None and int(best.version) == max(int(p.version) for p in history)
+    promoted = {int(p.version) for p in history[1:]}
+    assert promoted & set(last["selfplay"]["model_versions"]), "the actors did not switch to a promoted model"
+    assert summary["best_version"] == int(best.version)
+    assert (run_dir / "plots" / "winrate.png").is_file()
+
+
+def _run_in_thread(config, run_dir, **kwargs):
+    result: dict = {}
+
+    def target():
+        result["summary"] = train(config, run_dir=run_dir, out=open("/dev/null", "w"), **kwargs)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not (run_dir / "run.json").is_file():
+        assert time.monotonic() < deadline, "train() did not start"
+        time.sleep(0.2)
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    return thread, result, run_id
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1.0)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray, redis_server, tmp_path):
+    run_dir = tmp_path / "run"
+    config = tiny_config(2.0, "replay.backend=redis", "evaluation.gate.threshold=0.99")
+    thread, result, run_id = _run_in_thread(config, run_dir, redis_url=redis_server.url)
+
+    # A self-play actor killed: Ray restarts it and its games go on.
+    _wait_for(lambda: snapshots(run_dir) and snapshots(run_dir)[-1]["selfplay"]["games"] > 150, 60, "self-play")
+    ray.kill(ray.get_actor(f"{run_id}-actor-0"), no_restart=False)
+    games_at_kill = snapshots(run_dir)[-1]["selfplay"]["games"]
+    _wait_for(lambda: snapshots(run_dir)[-1]["restarts"] >= 1, 30, "the driver to restart the actor's loop")
+    _wait_for(lambda: snapshots(run_dir)[-1]["selfplay"]["games"] > 0
+              and snapshots(run_dir)[-1]["selfplay"]["stage"] == 2, 30, "the restarted actor to play")
+
+    # The learner killed after a checkpoint: it resumes from it, not from step 0.
+    ckpt_dir = run_dir / "checkpoints"
+    _wait_for(lambda: list(ckpt_dir.glob("checkpoint-*.pt")), 60, "a checkpoint")
+    checkpointed = max(int(p.stem.split("-")[1]) for p in ckpt_dir.glob("checkpoint-*.pt"))
+    old_pid = snapshots(run_dir)[-1]["learner"]["pid"]
+    ray.kill(ray.get_actor(f"{run_id}-learner"), no_restart=False)
+    back = _wait_for(lambda: [s["learner"] for s in snapshots(run_dir)
+                              if s["learner"].get("pid") not in (None, old_pid)], 90,
+                     "the learner to come back in a new process")
+    assert back[0]["steps"] >= checkpointed, "the learner did not resume from its checkpoint"
+    _wait_for(lambda: snapshots(run_dir)[-1]["learner"].get("window", 0) > 0, 60, "the new learner to read Redis")
+
+    # Redis restarted empty on the same port (no persistence): writers and the learner rejoin.
+    port = redis_server.port
+    redis_server.stop()
+    time.sleep(2)
+    redis_server.port = port
+    redis_server.start()
+    _wait_for(lambda: stream_length(redis_server.url) > 0, 60, "games in the restarted Redis")
+    _wait_for(lambda: snapshots(run_dir)[-1]["learner"].get("warmups", 0) >= 1, 60,
+              "the learner to notice the empty buffer and warm up")
+
+    thread.join(timeout=180)
+    assert not thread.is_alive(), "train() did not finish"
+    assert result["summary"]["interrupted"] is False
+    assert snapshots(run_dir)[-1]["selfplay"]["games"] > games_at_kill
