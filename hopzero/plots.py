@@ -23,7 +23,7 @@ def write_plots(rundir: RunDir) -> list[Path]:
     out_dir.mkdir(exist_ok=True)
     written = []
 
-    t0 = min(e.get("wall", 0.0) for e in evaluations)
+    t0 = _run_start(rundir, min(e.get("wall", 0.0) for e in evaluations))
     for e in evaluations:
         e["time"] = e.get("wall", t0) - t0
     greedy = [e for e in evaluations if e.get("kind") == "greedy"]
@@ -35,7 +35,7 @@ def write_plots(rundir: RunDir) -> list[Path]:
         ax.plot([e["time"] / 60 for e in gates], [100 * e["score"] for e in gates], "s", alpha=0.6,
                 label="candidate vs best (gate)")
         ax.axhline(55, color="grey", linestyle=":", label="55% gate")
-    ax.set_xlabel("minutes")
+    ax.set_xlabel("minutes since the run started")
     ax.set_ylabel("score (%)")
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
@@ -52,7 +52,7 @@ def write_plots(rundir: RunDir) -> list[Path]:
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
         ax.plot([e["time"] / 60 for e in elo], [e["elo"] for e in elo], "o-")
         ax.axhline(0, color="grey", linestyle=":", label="greedy = 0")
-        ax.set_xlabel("minutes")
+        ax.set_xlabel("minutes since the run started")
         ax.set_ylabel("Elo of the best model")
         ax.grid(alpha=0.3)
         ax.set_title(f"{rundir.path.name}: Elo (greedy = 0)")
@@ -62,3 +62,17 @@ def write_plots(rundir: RunDir) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _run_start(rundir: RunDir, fallback: float) -> float:
+    """The run's start (run.json, UTC) as a Unix time; ``fallback`` when unknown or later."""
+    import calendar
+    import json
+    import time
+
+    try:
+        started = json.loads((rundir.path / "run.json").read_text())["started"]
+        t = float(calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ")))
+    except (OSError, KeyError, ValueError):
+        return fallback
+    return min(t, fallback)
