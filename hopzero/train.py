@@ -10,6 +10,7 @@ running the same command on the same run directory resumes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -18,12 +19,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from hopzero.config import TrainConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["Placement", "plan_placement", "train"]
+__all__ = ["Placement", "neutral_directory", "plan_placement", "train"]
 
 log = logging.getLogger("hopzero.train")
 
@@ -71,11 +73,12 @@ def train(
     run_id = info["run_id"]
     started_ray = not ray.is_initialized()
     if started_ray:
-        if ray_address:
-            ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
-        else:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
-                     log_to_driver=False)
+        with neutral_directory(rundir.path):
+            if ray_address:
+                ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
+            else:
+                ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
+                         log_to_driver=False)
     resources = ray.cluster_resources()
     place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0))
     redis_server = None
@@ -101,6 +104,19 @@ def train(
             redis_server.stop()
         if started_ray:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def neutral_directory(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Run ``ray.init`` from ``path``: Ray puts the driver's current directory on its workers'
+    ``sys.path`` and starts them there, so from a source checkout they would import its
+    uncompiled ``ccengine`` instead of the installed package."""
+    previous = os.getcwd()
+    os.chdir(os.fspath(path))
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 class _System:

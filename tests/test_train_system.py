@@ -21,7 +21,7 @@ from evaluator.promotion import promotion_history, read_best  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
-from hopzero.train import train  # noqa: E402
+from hopzero.train import neutral_directory, train  # noqa: E402
 
 TINY = [
     "network.size=tiny",
@@ -45,10 +45,12 @@ TINY = [
 
 
 @pytest.fixture(scope="module")
-def local_ray():
+def local_ray(tmp_path_factory):
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        # Not from the checkout: Ray's workers would import its uncompiled sources (see train.py).
+        with neutral_directory(tmp_path_factory.mktemp("ray")):
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield
     if started:
         ray.shutdown()
