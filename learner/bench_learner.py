@@ -44,11 +44,12 @@ class LearnerBenchResult:
 
 
 def learner_config(name: str) -> LearnerConfig:
-    """``paper`` (= ``paper1``: stage 1), ``paper2`` or ``fast``."""
-    if name in ("paper", "paper1"):
-        return LearnerConfig.paper(1)
-    if name == "paper2":
+    """``paper`` (= ``paper2``, the MCTS stage), ``paper1`` (heuristic stage) or ``fast``; the
+    stages differ only in the L2 coefficient, which does not change the speed."""
+    if name in ("paper", "paper2"):
         return LearnerConfig.paper(2)
+    if name == "paper1":
+        return LearnerConfig.paper(1)
     if name == "fast":
         return LearnerConfig.fast()
     raise ValueError(f"unknown learner config {name!r}; valid: paper, paper1, paper2, fast")
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="cc49", help="rules preset (cc49, paper, cc81, small-N-k)")
     ap.add_argument("--size", default="paper", choices=sorted(SIZES), help="network size")
     ap.add_argument("--in-planes", type=int, default=7)
-    ap.add_argument("--config", default="fast", help="learner config: paper (stage 1), paper2, fast")
+    ap.add_argument("--config", default="fast", help="learner config: paper (= paper2), paper1, fast")
     ap.add_argument("--batch", default=None, help="comma-separated batch sizes (default: the config's)")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")

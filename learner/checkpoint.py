@@ -192,8 +192,9 @@ def _check_plain(obj: Any, where: str) -> None:
 def _versions() -> dict[str, Any]:
     from hopzero import __version__
 
+    cuda = torch.version.cuda
     return {"hopzero": str(__version__), "torch": str(torch.__version__), "numpy": str(np.__version__),
-            "python": platform.python_version(), "cuda": None if torch.version.cuda is None else str(torch.version.cuda)}
+            "python": platform.python_version(), "cuda": None if cuda is None else str(cuda)}
 
 
 def checkpoint_state(trainer: Trainer, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -278,8 +279,9 @@ def save_checkpoint(
     *, keep: int | None = None,
 ) -> Path:
     """Write the trainer's state to the directory ``path`` as ``checkpoint-<steps>.pt``,
-    atomically, then delete all but the newest ``keep`` checkpoints there (default:
-    ``trainer.config.keep_checkpoints``). Returns the file written.
+    atomically, then delete the older files there so that ``keep`` remain: this one and the
+    ``keep - 1`` with the most steps (default ``keep``: ``trainer.config.keep_checkpoints``).
+    Returns the file written.
 
     ``extra`` must hold plain types and tensors only (``TypeError`` otherwise, before anything is
     written): it is read back with ``weights_only=True``.
@@ -289,7 +291,10 @@ def save_checkpoint(
     state = checkpoint_state(trainer, extra)
     out = write_atomic(directory / f"checkpoint-{trainer.steps:010d}.pt", state)
     keep = trainer.config.keep_checkpoints if keep is None else keep
-    for old in checkpoint_paths(directory)[max(keep, 1):]:
+    # The file just written always stays, even when a run resumed from an older checkpoint has
+    # more than keep - 1 newer files beside it.
+    others = [p for p in checkpoint_paths(directory) if p != out]
+    for old in others[max(keep, 1) - 1:]:
         try:
             old.unlink()
         except OSError as e:  # another process pruned it first, or a read-only file

@@ -144,8 +144,8 @@ class LearnerConfig:
     @classmethod
     def paper(cls, stage: int = 2) -> LearnerConfig:
         """The seed paper's Table 1: SGD + Nesterov (momentum 0.9, from its code), lr 1e-4
-        constant, batch 32, L2 1e-4 in stage 1 (heuristic-guided) or 5e-3 in stage 2 (MCTS), no
-        clipping, no mixed precision."""
+        constant, batch 32, L2 1e-4 in stage 1 (heuristic-guided) or 5e-3 in stage 2 (MCTS, the
+        default: the self-play loop), no clipping, no mixed precision."""
         if stage not in (1, 2):
             raise ValueError(f"paper stage must be 1 (heuristic) or 2 (MCTS), not {stage!r}")
         return cls(
@@ -213,7 +213,7 @@ def l2_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [m.weight for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
 
 
-def _as_tensor(x: Any, device: torch.device, name: str) -> Tensor:
+def _as_tensor(x: Any, device: torch.device) -> Tensor:
     t = torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32)) if not isinstance(x, Tensor) else x
     if t.dtype != torch.float32:
         t = t.float()
@@ -228,9 +228,7 @@ def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple
         planes, policy, value = batch.planes, batch.policy, batch.value
     except AttributeError as e:
         raise TypeError(f"a training batch needs attributes planes, policy and value ({e})") from None
-    planes = _as_tensor(planes, device, "planes")
-    policy = _as_tensor(policy, device, "policy")
-    value = _as_tensor(value, device, "value")
+    planes, policy, value = (_as_tensor(x, device) for x in (planes, policy, value))
     b = planes.shape[0] if planes.ndim else 0
     if planes.ndim != 4 or tuple(planes.shape[1:]) != (config.in_planes, config.n, config.n) or b < 1:
         raise ValueError(f"batch.planes has shape {tuple(planes.shape)}; expected "
@@ -393,7 +391,7 @@ class Trainer:
             grad_norm = nn.utils.clip_grad_norm_(params, cfg.grad_clip, foreach=True)
         else:
             grad_norm = nn.utils.get_total_norm([p.grad for p in params], foreach=True)
-        # One device-to-host transfer for every reported number.
+        # One device-to-host transfer for the losses and the norm (not one per number).
         values = torch.stack([terms["total"].detach(), terms["value_mse"].detach(),
                               terms["policy_ce"].detach(), terms["l2"].detach(),
                               grad_norm.detach().float()]).tolist()
@@ -460,13 +458,18 @@ class Trainer:
                 f"the new config asks for {cfg.optimizer!r}; start a new Trainer and import_weights "
                 f"instead")
         trainer = cls(ck.net_config, cfg, seed=ck.seed, device=device)
+        # How this process runs the optimiser (fused kernels, foreach) is not the checkpoint's
+        # business: a CUDA run's fused AdamW may resume on a CPU.
+        impl = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
+                for g in trainer.optimizer.param_groups]
         try:
             trainer.model.load_state_dict(ck.model_state, strict=True)
             trainer.optimizer.load_state_dict(ck.optimizer_state)
         except (RuntimeError, ValueError, KeyError) as e:
             raise CheckpointError(f"{ck.path}: model or optimiser state does not fit its config: {e}") from e
         # load_state_dict restores the recorded hyperparameters; the config in force wins.
-        for g, wd in zip(trainer.optimizer.param_groups, (cfg.weight_decay, 0.0)):
+        for g, wd, own in zip(trainer.optimizer.param_groups, (cfg.weight_decay, 0.0), impl):
+            g.update(own)
             g["weight_decay"] = wd
             if cfg.optimizer == "sgd_nesterov":
                 g["momentum"] = cfg.momentum

@@ -145,6 +145,11 @@ def test_keeps_the_last_k(tmp_path):
     assert [p.name for p in checkpoint_paths(tmp_path)] == ["checkpoint-0000000005.pt", "checkpoint-0000000004.pt"]
     save_checkpoint(tmp_path, t, keep=1)
     assert len(checkpoint_paths(tmp_path)) == 1
+    # Resumed from an older state: the new file is kept beside the newest other.
+    t5 = Trainer.from_checkpoint(tmp_path / "checkpoint-0000000005.pt")
+    t5.steps = 2
+    save_checkpoint(tmp_path, t5, keep=2)
+    assert [p.name for p in checkpoint_paths(tmp_path)] == ["checkpoint-0000000005.pt", "checkpoint-0000000002.pt"]
 
 
 def test_a_crash_while_writing_leaves_the_old_files(tmp_path, monkeypatch):
