@@ -68,7 +68,8 @@ def train(
     from hopzero.replay_link import ReplayLink
     from learner.records import versions_now
 
-    rundir = RunDir(run_dir)
+    # Absolute: the components run in other processes with other working directories.
+    rundir = RunDir(Path(run_dir).resolve())
     info = rundir.start(config, versions_now())
     run_id = info["run_id"]
     started_ray = not ray.is_initialized()
@@ -303,14 +304,19 @@ def _summary(
     greedy = [e for e in rundir.read_jsonl("evaluations.jsonl") if e.get("kind") == "greedy"]
     last = greedy[-1] if greedy else None
     best = snap["registry"]["best_version"]
+    if best < 0 and last is not None:  # the registry died with its actor: the files know
+        best = int(last["version"])
     lines = [
         f"{'Stopped' if interrupted else 'Finished'} after {elapsed / 60:.1f} min: "
         f"{snap['selfplay']['games']:,} self-play games, {snap['learner'].get('steps', 0):,} learner steps, "
         f"{snap['registry']['promotions']} promotion(s).",
     ]
+    if last and int(last["version"]) != best:
+        lines.append(f"Best model v{best} (promoted as the time ran out; not yet measured against greedy).")
     if last:
         lines.append(
-            f"Best model v{last['version']}: score {last['score']:.1%} against greedy "
+            f"{'Best' if int(last['version']) == best else 'Last measured'} model v{last['version']}: "
+            f"score {last['score']:.1%} against greedy "
             f"({last['wins']} wins, {last['draws']} draws, {last['losses']} losses in {last['games']} games, "
             f"{last['simulations']} simulations per move, paper protocol)."
         )

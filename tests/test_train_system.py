@@ -82,10 +82,11 @@ def snapshots(run_dir: Path) -> list[dict]:
     return RunDir(run_dir).read_jsonl("metrics.jsonl")
 
 
-def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path):
+def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative run directory, as `hopzero train` gets by default
     run_dir = tmp_path / "run"
     config = tiny_config(1.2, "replay.backend=redis")
-    summary = train(config, run_dir=run_dir, redis_url=redis_server.url, out=open("/dev/null", "w"))
+    summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
     assert stream_length(redis_server.url) > 0, "no game reached Redis"
     last = snapshots(run_dir)[-1]
