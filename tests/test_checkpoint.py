@@ -23,19 +23,11 @@ from learner.checkpoint import (
     save_checkpoint,
 )
 from learner.model import NetConfig, PolicyValueNet, save_net
+from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
+
 from learner.training import LearnerConfig, Trainer
 
 TINY = NetConfig.for_rules("cc49", 7, "tiny")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny networks gain nothing from intra-op threads, and on a shared, loaded machine two
-    spinning threads make each step many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_batch(b: int = 8, seed: int = 0) -> types.SimpleNamespace:

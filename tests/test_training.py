@@ -16,20 +16,12 @@ from torch import nn
 
 from learner.inference import Inference
 from learner.model import NetConfig, PolicyValueNet
+from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
+
 from learner.training import LearnerConfig, Trainer, l2_parameters, load_weights_into, loss_terms, lr_at
 
 TINY = NetConfig.for_rules("cc49", 7, "tiny")
 CUDA = torch.cuda.is_available()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny networks gain nothing from intra-op threads, and on a shared, loaded machine two
-    spinning threads make each step many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_batch(cfg: NetConfig = TINY, b: int = 8, seed: int = 0, moves: int = 12) -> types.SimpleNamespace:
