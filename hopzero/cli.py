@@ -25,6 +25,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
 import numpy as np
@@ -225,6 +226,10 @@ def _add_match(sub: Any) -> None:
         "--random-opening", type=_int_arg(0), default=3, metavar="K", help="random first moves per side (default 3)"
     )
     p.add_argument("--workers", type=_int_arg(1), default=1, metavar="W", help="processes (same result for any W)")
+    p.add_argument(
+        "--parallel", type=_int_arg(1), default=1, metavar="P",
+        help="games in flight in one process, mcts searches batched (default 1: one game at a time)",
+    )
     _add_engine(p)
     _add_json(p)
     p.set_defaults(func=_cmd_match)
@@ -263,24 +268,47 @@ def _cmd_match(args: argparse.Namespace) -> int:
     from evaluator.arena import play_match  # deferred: perft and move need none of it
 
     rules: Rules = args.preset
+    if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
+        raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
     progress = _Progress(enabled=not args.json)
     start = time.perf_counter()
-    result = play_match(
-        rules,
-        args.a,
-        args.b,
-        games=args.games,
-        seed=args.seed,
-        random_opening=args.random_opening,
-        workers=args.workers,
-        engine=args.engine,
-        progress=progress,
-    )
+    if args.parallel > 1:
+        result = _batched_match(args, progress)
+    else:
+        result = play_match(
+            rules,
+            args.a,
+            args.b,
+            games=args.games,
+            seed=args.seed,
+            random_opening=args.random_opening,
+            workers=args.workers,
+            engine=args.engine,
+            progress=progress,
+        )
     elapsed = time.perf_counter() - start
     data = result.to_dict()
-    data.update(engine=args.engine, workers=args.workers, elapsed_s=round(elapsed, 3))
+    data.update(engine=args.engine, workers=args.workers, parallel=args.parallel, elapsed_s=round(elapsed, 3))
     _emit(args, data, _match_text(result, elapsed))
     return 0
+
+
+def _batched_match(args: argparse.Namespace, progress: _Progress) -> Any:
+    """The match with ``--parallel`` games in flight (evaluator.batched_arena): same protocol
+    and seeds as the arena; an ``mcts`` side searches all its waiting games in one batch."""
+    from evaluator.batched_arena import play_batched_match
+
+    done = 0
+
+    def on_game(pair: int, game_in_pair: int, a_result: int) -> None:
+        nonlocal done
+        done += 1
+        progress(done, args.games, SimpleNamespace(a_result=a_result))
+
+    return play_batched_match(
+        args.preset, args.a, args.b, games=args.games, seed=args.seed,
+        random_opening=args.random_opening, parallel=args.parallel, on_game=on_game,
+    )
 
 
 def _match_text(r: Any, elapsed: float) -> str:

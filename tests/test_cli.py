@@ -79,6 +79,17 @@ def test_match_json():
         assert again[key] == data[key]
 
 
+def test_match_parallel_plays_the_same_games_batched():
+    args = ("match", "--preset", "small-4-3", "--a", "mcts:sims=16", "--b", "greedy", "--games", "6", "--seed", "2")
+    one_at_a_time = run_json(*args)
+    batched = run_json(*args, "--parallel", "6")
+    assert batched["parallel"] == 6
+    for key in ("a_wins", "b_wins", "draws", "mean_plies", "a_first", "a_second"):
+        assert batched[key] == one_at_a_time[key]
+    proc = run(*args, "--parallel", "6", "--workers", "2", check=False)
+    assert proc.returncode == 2 and "--parallel" in proc.stderr
+
+
 def test_match_text_shows_a_summary_and_progress():
     proc = run("match", "--preset", "small-5-3", "--a", "greedy", "--b", "random", "--games", "3", "--seed", "0")
     assert "greedy" in proc.stdout and "draws" in proc.stdout
