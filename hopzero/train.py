@@ -17,17 +17,23 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from hopzero.config import TrainConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["Placement", "neutral_directory", "plan_placement", "train"]
+__all__ = ["LEARNER_RESOURCE", "Placement", "neutral_directory", "plan_placement", "train"]
 
 log = logging.getLogger("hopzero.train")
+
+
+LEARNER_RESOURCE = "hopzero_learner"
+"""A custom Ray resource that marks the learner's node: a node started with
+``--resources='{"hopzero_learner": 1}'`` gets the learner, and the learner uses that node's GPU
+if it has one."""
 
 
 @dataclass(frozen=True)
@@ -39,18 +45,44 @@ class Placement:
     learner_cpus: float
     learner_gpus: float
     evaluator_cpus: float
+    learner_resources: Mapping[str, float] = field(default_factory=dict)
+    """Custom resources the learner asks for: ``{LEARNER_RESOURCE: 1}`` when a node offers it."""
 
 
-def plan_placement(config: TrainConfig, cpus: float, gpus: float) -> Placement:
-    """Fit the components into ``cpus``/``gpus``: on a small box with fractional CPUs so that
-    everything is scheduled, on a cluster one CPU per self-play actor as configured."""
+def plan_placement(
+    config: TrainConfig, cpus: float, gpus: float, nodes: Sequence[Mapping[str, float]] = ()
+) -> Placement:
+    """Fit the components into the cluster's ``cpus`` and ``gpus``; ``nodes`` are the resources
+    of each node (they tell which node offers :data:`LEARNER_RESOURCE` and whether it has a GPU).
+
+    On a small box (under 6 CPUs) the CPUs are fractional so that everything is scheduled; on a
+    cluster each self-play actor asks for ``selfplay.actor_cpus`` as configured, and actors that do
+    not fit wait until a node joins (an autoscaler starts one for them). The learner goes to the
+    node that offers the learner resource if one does, else to a GPU if the cluster has one.
+    """
     small = cpus < 6
-    learner_cpus = 0.5 if small else 1.0
+    learner_share = 0.5 if small else 1.0  # the learner's CPU, kept out of the actors' count
     evaluator_cpus = 0.5 if small else 1.0
-    free = max(cpus - learner_cpus - evaluator_cpus, 0.5)
-    actors = config.selfplay.actors or max(1, int(free // config.selfplay.actor_cpus))
-    actor_cpus = min(config.selfplay.actor_cpus, free / actors)
-    return Placement(actors, round(actor_cpus, 3), learner_cpus, 1.0 if gpus >= 1 else 0.0, evaluator_cpus)
+    free = max(cpus - learner_share - evaluator_cpus, 0.5)
+    wanted = config.selfplay.actor_cpus
+    actors = config.selfplay.actors or max(1, int(free // wanted))
+    actor_cpus = min(wanted, free / actors) if small else wanted
+    learner_cpus, learner_gpus, learner_resources = _learner_request(nodes, gpus, learner_share)
+    return Placement(actors, round(actor_cpus, 3), learner_cpus, learner_gpus, evaluator_cpus, learner_resources)
+
+
+def _learner_request(
+    nodes: Sequence[Mapping[str, float]], gpus: float, cpu_share: float
+) -> tuple[float, float, dict[str, float]]:
+    """The CPUs, GPUs and custom resources the learner asks Ray for."""
+    marked = [node for node in nodes if node.get(LEARNER_RESOURCE, 0.0) >= 1]
+    # A GPU elsewhere than on the marked node would make the request fit no node.
+    has_gpu = any(node.get("GPU", 0.0) >= 1 for node in marked) if marked else gpus >= 1
+    resources = {LEARNER_RESOURCE: 1.0} if marked else {}
+    # Pinned by a GPU or the learner resource, which no actor asks for, the learner takes no CPU
+    # slot: actors that filled its node's CPUs first would otherwise keep it from being placed.
+    pinned = has_gpu or bool(marked)
+    return (0.0 if pinned else cpu_share), (1.0 if has_gpu else 0.0), resources
 
 
 def train(
@@ -81,7 +113,8 @@ def train(
                 ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
                          log_to_driver=False)
     resources = ray.cluster_resources()
-    place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0))
+    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+    place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
     redis_server = None
     try:
         if config.replay.backend == "redis":
@@ -95,9 +128,13 @@ def train(
         else:
             from learner.replay import MemoryReplay
 
-            store = ray.remote(MemoryReplay).options(num_cpus=0, max_concurrency=4).remote(run_id)
+            store = ray.remote(MemoryReplay).options(
+                num_cpus=0, max_concurrency=4, scheduling_strategy=_on_driver_node(soft=False)
+            ).remote(run_id)
             link = ReplayLink("memory", run_id, store=store)
-        registry = ray.remote(ModelRegistry).options(num_cpus=0, max_concurrency=8).remote()
+        registry = ray.remote(ModelRegistry).options(
+            num_cpus=0, max_concurrency=8, scheduling_strategy=_on_driver_node(soft=False)
+        ).remote()
         system = _System(config, rundir, link, registry, place, out)
         return system.run(info)
     finally:
@@ -105,6 +142,20 @@ def train(
             redis_server.stop()
         if started_ray:
             ray.shutdown()
+
+
+def _on_driver_node(*, soft: bool) -> Any:
+    """Ray's scheduling strategy "on this driver's node".
+
+    Hard for the registry and the embedded replay store: Ray does not restart them, so they must
+    not sit on a worker node that may leave; the driver's node lives as long as the run. Soft for
+    the evaluator: the files it writes (best model, evaluations, Elo) are the ones the driver reads
+    for its summary, its plots and a resume, so they belong on the driver's disk when it has room.
+    """
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=soft)
 
 
 @contextlib.contextmanager
@@ -140,11 +191,14 @@ class _System:
         prefix = link.run_id
         self.learner = ray.remote(LearnerService).options(
             name=f"{prefix}-learner", num_cpus=place.learner_cpus, num_gpus=place.learner_gpus,
-            max_concurrency=2, max_restarts=-1,
+            resources=dict(place.learner_resources), max_concurrency=2, max_restarts=-1,
         ).remote(cfg_dict, run_dir, link, registry)
         self.evaluator = ray.remote(EvaluatorService).options(
-            name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1
+            name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
+            scheduling_strategy=_on_driver_node(soft=True),
         ).remote(cfg_dict, run_dir, registry)
+        # SPREAD: one node leaving takes as few actors as possible with it; Ray restarts those on
+        # the nodes that are left (or on one that joins) and _revive starts their loops again.
         self.actors = [
             ray.remote(SelfPlayService).options(
                 name=f"{prefix}-actor-{i}", num_cpus=place.actor_cpus, max_concurrency=2, max_restarts=-1,
@@ -156,6 +210,7 @@ class _System:
         for handle in [self.learner, self.evaluator, *self.actors]:
             self.loops[handle.run.remote()] = handle
         self.restarts = 0
+        self.actor_counts = _ActorCounts(len(self.actors))
 
     def run(self, info: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
@@ -212,22 +267,16 @@ class _System:
             self.loops[handle.run.remote()] = handle
 
     def _snapshot(self, elapsed: float) -> dict[str, Any]:
-        import ray
-
-        def ask(handle: Any) -> dict[str, Any]:
-            try:
-                return ray.get(handle.stats.remote(), timeout=10)
-            except Exception:  # noqa: BLE001 - a restarting component has no stats this time
-                return {}
-
-        actors = [ask(a) for a in self.actors]
+        *actors, learner, evaluator, registry = _gather_stats(
+            [*self.actors, self.learner, self.evaluator, self.registry], timeout=10.0
+        )
         return {
             "time": round(elapsed, 1),
             "wall": time.time(),
-            "selfplay": _sum_actor_stats(actors),
-            "learner": ask(self.learner),
-            "evaluator": ask(self.evaluator),
-            "registry": ray.get(self.registry.stats.remote()),
+            "selfplay": {**_sum_actor_stats(actors), **self.actor_counts.update(actors)},
+            "learner": learner,
+            "evaluator": evaluator,
+            "registry": registry or {"best_version": -1, "candidate_version": -1, "promotions": 0},
             "restarts": self.restarts,
         }
 
@@ -251,6 +300,38 @@ class _System:
         return summary
 
 
+def _gather_stats(handles: list[Any], timeout: float) -> list[dict[str, Any]]:
+    """``stats()`` of every handle, asked at once and awaited together for at most ``timeout`` s.
+
+    A component that is restarting, waiting for a node, or on a node that just left answers
+    ``{}`` this time; asking one after another would cost the timeout once per silent component.
+    """
+    import ray
+
+    refs: list[Any] = []
+    for handle in handles:
+        try:
+            refs.append(handle.stats.remote())
+        except Exception:  # noqa: BLE001 - a handle Ray cannot reach right now
+            refs.append(None)
+    pending = [r for r in refs if r is not None]
+    if pending:
+        ray.wait(pending, num_returns=len(pending), timeout=timeout)
+    return [_ready_value(ref) for ref in refs]
+
+
+def _ready_value(ref: Any) -> dict[str, Any]:
+    """The value of a finished ``stats()`` call; ``{}`` if it is not finished or failed."""
+    import ray
+
+    if ref is None:
+        return {}
+    try:
+        return ray.get(ref, timeout=0)
+    except Exception:  # noqa: BLE001 - GetTimeoutError, ActorDiedError, ActorUnavailableError, ...
+        return {}
+
+
 def _restore_best(rundir: RunDir, registry: Any) -> None:
     """A resumed run starts from its recorded best model."""
     from evaluator.promotion import read_best
@@ -264,6 +345,29 @@ def _restore_best(rundir: RunDir, registry: Any) -> None:
     model, _ = load_net_with_meta(path if path.is_absolute() else rundir.path / path)
     arrays = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
     registry.set_best.remote(best.version, arrays)
+
+
+class _ActorCounts:
+    """Self-play totals that never go down: a restarted actor counts from zero again and a busy
+    one may miss a snapshot, but the run's games, positions and simulations are its to keep."""
+
+    KEYS = ("games", "positions", "simulations")
+
+    def __init__(self, actors: int) -> None:
+        self.last = [dict.fromkeys(self.KEYS, 0) for _ in range(actors)]
+        self.carried = [dict.fromkeys(self.KEYS, 0) for _ in range(actors)]
+
+    def update(self, stats: list[dict[str, Any]]) -> dict[str, int]:
+        """Take this snapshot's per-actor stats (``{}`` = no answer); return the run's totals."""
+        for last, carried, s in zip(self.last, self.carried, stats):
+            if not s:
+                continue  # no answer this time: its last counts stand
+            if any(s.get(k, 0) < last[k] for k in self.KEYS):  # a new incarnation of the actor
+                for k in self.KEYS:
+                    carried[k] += last[k]
+            for k in self.KEYS:
+                last[k] = s.get(k, 0)
+        return {k: sum(c[k] + l[k] for c, l in zip(self.carried, self.last)) for k in self.KEYS}
 
 
 def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -302,7 +406,8 @@ def _summary(
     config: TrainConfig, rundir: RunDir, snap: dict[str, Any], elapsed: float, interrupted: bool, plots: list[Path]
 ) -> dict[str, Any]:
     greedy = [e for e in rundir.read_jsonl("evaluations.jsonl") if e.get("kind") == "greedy"]
-    last = greedy[-1] if greedy else None
+    # Without a shared filesystem the evaluator's file may be on another node; its stats know too.
+    last = greedy[-1] if greedy else snap["evaluator"].get("vs_greedy")
     best = snap["registry"]["best_version"]
     if best < 0 and last is not None:  # the registry died with its actor: the files know
         best = int(last["version"])

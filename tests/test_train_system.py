@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import train_helpers
 
 ray = pytest.importorskip("ray")
 redis = pytest.importorskip("redis")
@@ -23,25 +24,7 @@ from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import neutral_directory, train  # noqa: E402
 
-TINY = [
-    "network.size=tiny",
-    "stage1.games=120",
-    "stage1.steps=40",
-    "search.num_simulations=12",
-    "selfplay.games_per_actor=8",
-    "replay.min_positions=200",
-    "replay.error_buffer=512",
-    "learner.batch_size=32",
-    "learner.checkpoint_every_steps=50",
-    "evaluation.candidate_every_steps=60",
-    "evaluation.simulations=6",
-    "evaluation.parallel_games=4",
-    "evaluation.greedy_games=2",
-    "evaluation.gate.games=2",
-    "evaluation.gate.min_games=2",
-    "evaluation.gate.threshold=0.01",  # any complete pair promotes: the mechanism is under test
-    "run.progress_every_s=2",
-]
+TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
 
 
 @pytest.fixture(scope="module")
