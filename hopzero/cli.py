@@ -9,6 +9,8 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``train``: the whole training system (``hopzero.train``).
 - ``play``: a person against a player in the terminal (``hopzero.play``).
 - ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
+- ``dashboard build|render``: the Grafana dashboard JSON, or a PNG of its panels from Prometheus
+  (``hopzero.dashboard``).
 
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
 ``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
@@ -633,10 +635,57 @@ def _cmd_ccp(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# dashboard (Grafana JSON; a PNG of its panels from Prometheus)
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_dashboard(sub: Any) -> None:
+    p = sub.add_parser("dashboard", help="the Grafana dashboard: build its JSON, or render its panels to a PNG")
+    what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    what.required = True
+    b = what.add_parser("build", help="print the dashboard JSON (deploy/grafana/dashboards/hopzero.json)")
+    b.add_argument("--out", metavar="FILE", help="write it to FILE instead of stdout")
+    b.set_defaults(func=_cmd_dashboard_build)
+    r = what.add_parser("render", help="draw the dashboard's panels from Prometheus' data into a PNG")
+    r.add_argument("--prometheus", metavar="URL", default="http://127.0.0.1:9090",
+                   help="Prometheus' address (default http://127.0.0.1:9090)")
+    r.add_argument("--out", metavar="FILE", default="dashboard.png", help="the PNG (default dashboard.png)")
+    r.add_argument("--minutes", type=_float_arg, default=60.0, metavar="M", help="time range up to now (default 60)")
+    r.set_defaults(func=_cmd_dashboard_render)
+
+
+def _cmd_dashboard_build(args: argparse.Namespace) -> int:
+    from hopzero.dashboard import dashboard_json
+
+    text = dashboard_json()
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_dashboard_render(args: argparse.Namespace) -> int:
+    import urllib.error
+
+    from hopzero.dashboard import render
+
+    end = time.time()
+    try:
+        print(render(args.prometheus, args.out, start=end - 60 * args.minutes, end=end))
+    except urllib.error.URLError as exc:
+        raise CliError(f"cannot query Prometheus at {args.prometheus}: {exc.reason}") from None
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-_COMMANDS: tuple[Callable[[Any], None], ...] = (_add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp)
+_COMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp, _add_dashboard,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,18 +1,26 @@
 """Metrics of every component, for Prometheus (names and meanings: docs/METRICS.md).
 
 Inside Ray actors the metrics are ``ray.util.metrics`` objects: Ray's metrics agent exports them
-on each node with a ``ray_`` prefix and one series per worker (``ray_hopzero_...``). Outside Ray
-(the driver, a plain process) they are ``prometheus_client`` objects of the same names. The
+on each node with a ``ray_`` prefix, counters with a ``_total`` suffix, and one series per worker
+(``ray_hopzero_learner_steps_total``, ``ray_hopzero_gate_score``; see :func:`exported_name`).
+Outside Ray (a plain process) they are ``prometheus_client`` objects of the same names. The
 ``Metrics`` facade hides which; where neither can work (no Ray worker, no client installed) it
 records nothing, so the training code never depends on monitoring being up.
+
+Ray's agent forgets a gauge that its worker has not reported for two report intervals (20 s by
+default), even while the worker lives: a value set once (the gate score, set after each gating
+match) would vanish from Prometheus. So ``Metrics`` sets every gauge again every
+``refresh_s`` seconds from a daemon thread; when the process dies its gauges age out, as they should.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any
 
-__all__ = ["METRICS", "Metrics"]
+__all__ = ["METRICS", "Metrics", "exported_name", "markdown_table"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +34,7 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_selfplay_model_version": ("gauge", "Model version the actor plays with", ("actor",)),
     # replay buffer, as the learner sees it
     "hopzero_replay_window_positions": ("gauge", "Positions in the learner's replay window", ()),
+    "hopzero_replay_window_capacity": ("gauge", "Positions the learner's replay window holds when full", ()),
     "hopzero_replay_inserted": ("counter", "Positions inserted into the learner's window", ()),
     "hopzero_replay_sampled": ("counter", "Positions sampled for training", ()),
     "hopzero_replay_skipped_records": ("counter", "Records skipped (malformed, foreign, future, stale)", ("kind",)),
@@ -44,12 +53,32 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 
+def exported_name(name: str) -> str:
+    """The name Prometheus scrapes for ``name`` recorded in a Ray actor (checked against a live
+    Ray 2.60 agent by tests/test_deploy_observe.py): ``ray_`` + name, ``_total`` for a counter."""
+    kind = METRICS[name][0]
+    return f"ray_{name}_total" if kind == "counter" else f"ray_{name}"
+
+
+def markdown_table() -> str:
+    """The table of docs/METRICS.md (``python -m hopzero.metrics`` prints it; a test compares)."""
+    lines = ["| name | scraped as | kind | tags | meaning |", "|---|---|---|---|---|"]
+    for name, (kind, description, tags) in METRICS.items():
+        tag_text = ", ".join(f"`{t}`" for t in tags) or "-"
+        lines.append(f"| `{name}` | `{exported_name(name)}` | {kind} | {tag_text} | {description} |")
+    return "\n".join(lines) + "\n"
+
+
 class Metrics:
     """Counters and gauges by name; ``inc``/``set`` with tag values. Safe when unmonitored."""
 
-    def __init__(self, backend: str = "auto") -> None:
+    def __init__(self, backend: str = "auto", refresh_s: float = 5.0) -> None:
         self._objects: dict[str, Any] = {}
         self.backend = self._choose(backend)
+        self.refresh_s = refresh_s
+        self._gauges: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # last value of each series
+        self._lock = threading.Lock()
+        self._refresher: threading.Thread | None = None
 
     @staticmethod
     def _choose(backend: str) -> str:
@@ -103,11 +132,37 @@ class Metrics:
             (obj.labels(**tags) if tags else obj).inc(value)
 
     def set(self, name: str, value: float, **tags: str) -> None:
-        """Set a gauge."""
-        obj = self._get(name)
-        if obj is None:
+        """Set a gauge; it is set again every ``refresh_s`` seconds until changed."""
+        if self._get(name) is None:
             return
+        with self._lock:
+            self._gauges[(name, tuple(sorted(tags.items())))] = float(value)
+            self._set(name, float(value), tags)
+            if self._refresher is None and self.refresh_s > 0:
+                self._refresher = threading.Thread(target=self._refresh_loop, name="metrics-refresh", daemon=True)
+                self._refresher.start()
+
+    def refresh(self) -> None:
+        """Set every gauge again to its last value (what the daemon thread does periodically)."""
+        with self._lock:
+            for (name, tags), value in self._gauges.items():
+                self._set(name, value, dict(tags))
+
+    def _set(self, name: str, value: float, tags: dict[str, str]) -> None:
+        obj = self._objects[name]
         if self.backend == "ray":
             obj.set(value, tags=tags or None)
         else:
             (obj.labels(**tags) if tags else obj).set(value)
+
+    def _refresh_loop(self) -> None:
+        while True:  # a daemon thread: it lives as long as the process
+            time.sleep(self.refresh_s)
+            try:
+                self.refresh()
+            except Exception as exc:  # noqa: BLE001 - monitoring must never stop training
+                log.warning("metrics refresh failed: %s", exc)
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

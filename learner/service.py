@@ -72,6 +72,8 @@ class LearnerService:
         self._last: dict[str, float] = {}
         self._rate = 0.0
         self._sampled = 0
+        self._inserted = 0  # positions taken into the window, all stages
+        self._exported: dict[str, float] = {}  # counter totals already exported, by series
 
     def _limiter(self) -> RatioLimiter | None:
         r = self.cfg.replay
@@ -95,8 +97,12 @@ class LearnerService:
             self._publish_candidate()  # a restarted learner offers what it has
         window_start = time.perf_counter()
         steps_then = self.trainer.steps
+        export_at = window_start
         while not self._stop.is_set():
-            self.mirror.poll(max_records=512)
+            self._inserted += self.mirror.poll(max_records=512)
+            if time.perf_counter() >= export_at:  # also while waiting: the buffer's filling shows
+                self._export_metrics()
+                export_at = time.perf_counter() + 5.0
             if self.mirror.size < min(cfg.replay.min_positions, cfg.replay.window_positions):
                 time.sleep(0.05)
                 continue
@@ -111,7 +117,6 @@ class LearnerService:
             if now - window_start >= 5.0:
                 self._rate = (self.trainer.steps - steps_then) / (now - window_start)
                 window_start, steps_then = now, self.trainer.steps
-                self._export_metrics()
         self.checkpoint()
 
     def _after_step(self) -> None:
@@ -176,7 +181,15 @@ class LearnerService:
         for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2")):
             m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
         m.set("hopzero_replay_window_positions", self.mirror.size)
-        m.inc("hopzero_learner_steps", self.trainer.steps - self._metric_steps)
-        self._metric_steps = self.trainer.steps
+        m.set("hopzero_replay_window_capacity", self.cfg.replay.window_positions)
+        self._inc_to("hopzero_learner_steps", self.trainer.steps)
+        self._inc_to("hopzero_replay_inserted", self._inserted)
+        self._inc_to("hopzero_replay_sampled", self._sampled)
+        for kind, count in self.mirror.stats()["skipped"].items():
+            self._inc_to("hopzero_replay_skipped_records", count, kind=kind)
 
-    _metric_steps = 0
+    def _inc_to(self, name: str, total: float, **tags: str) -> None:
+        """Advance a counter to ``total`` (the learner keeps running totals; Ray counters take increments)."""
+        key = name + repr(sorted(tags.items()))
+        self.metrics.inc(name, total - self._exported.get(key, 0.0), **tags)
+        self._exported[key] = total
