@@ -344,7 +344,10 @@ def _restore_best(rundir: RunDir, registry: Any) -> None:
     path = Path(best.path)
     model, _ = load_net_with_meta(path if path.is_absolute() else rundir.path / path)
     arrays = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
-    registry.set_best.remote(best.version, arrays)
+    import ray
+
+    # Waited for: a learner that finds no checkpoint adopts this best model when it starts.
+    ray.get(registry.set_best.remote(best.version, arrays))
 
 
 class _ActorCounts:

@@ -28,7 +28,7 @@ from hopzero.replay_link import ReplayLink
 from .checkpoint import latest_checkpoint, save_checkpoint
 from .model import NetConfig
 from .replay import RatioLimiter, WindowMirror
-from .training import Trainer
+from .training import Trainer, load_weights_into
 
 __all__ = ["LearnerService"]
 
@@ -56,6 +56,7 @@ class LearnerService:
         else:
             self.trainer = Trainer(net_config, cfg.learner, seed=cfg.seed)
             self.stage = 1 if cfg.stage1.enabled else 2
+            self._adopt_best()
         self.limiter = self._limiter()
         self.mirror = WindowMirror(
             replay.reader(),
@@ -128,6 +129,21 @@ class LearnerService:
             self._publish_candidate()
         if self.trainer.checkpoint_due:
             self.checkpoint()
+
+    def _adopt_best(self) -> None:
+        """Without a checkpoint but with a best model in the registry (the learner's node was
+        replaced and its checkpoints went with it), go on from the best model in stage 2: training
+        stage 1 again would put a weaker network in as the best."""
+        import ray
+
+        best = ray.get(self.registry.best.remote())
+        if best is None:
+            return
+        version, weights = best
+        load_weights_into(self.trainer.model, weights)
+        self.trainer.steps = version  # new candidates stay newer than the best
+        self.stage = 2
+        log.warning("learner without a checkpoint: going on from the best model v%d", version)
 
     def _finish_stage1(self) -> None:
         """The stage-1 network becomes the first best model; self-play starts with it."""

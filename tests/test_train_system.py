@@ -153,3 +153,33 @@ def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray,
     assert not thread.is_alive(), "train() did not finish"
     assert result["summary"]["interrupted"] is False
     assert snapshots(run_dir)[-1]["selfplay"]["games"] > games_at_kill
+
+
+def test_a_learner_without_checkpoints_adopts_the_registrys_best(local_ray, tmp_path):
+    """Its node replaced (checkpoints gone), a learner must not train stage 1 again and put a
+    weaker network in as the best: it continues from the best model, in stage 2."""
+    from ccengine.encoding import encoding_for
+    from hopzero.registry import ModelRegistry
+    from hopzero.replay_link import ReplayLink
+    from learner.model import NetConfig
+    from learner.replay import MemoryReplay
+    from learner.service import LearnerService
+    from learner.training import Trainer
+
+    config = tiny_config(1.0)
+    rules = config.game_rules()
+    encoding = encoding_for(rules, config.network.encoding, history=config.network.history)
+    net = NetConfig.for_rules(rules, encoding.in_planes, config.network.size)
+    _, weights = Trainer(net, config.learner, seed=9).export_weights()
+    registry = ray.remote(ModelRegistry).remote()
+    ray.get(registry.set_best.remote(700, weights))
+    store = ray.remote(MemoryReplay).remote("adopt")
+    learner = ray.remote(LearnerService).remote(
+        config.to_dict(), str(tmp_path), ReplayLink("memory", "adopt", store=store), registry
+    )
+    stats = ray.get(learner.stats.remote())
+    assert (stats["stage"], stats["steps"]) == (2, 700)
+    ray.get(learner.checkpoint.remote())
+    assert [p.name for p in (tmp_path / "checkpoints").glob("checkpoint-*.pt")] == ["checkpoint-0000000700.pt"]
+    for handle in (learner, store, registry):
+        ray.kill(handle)
