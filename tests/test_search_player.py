@@ -131,3 +131,14 @@ def test_search_indices_reach_the_network_in_the_encodings_frame(tiny_nets, enco
         framed = evaluator.network_frame(absolute[None, :], np.array([state.to_move]))[0]
         expected = evaluator.encoding.move_indices(tracker.current, legal, state.to_move)
         assert np.array_equal(framed, expected)
+
+
+def test_the_shipped_cc49_model_plays_out_of_the_box():
+    torch = pytest.importorskip("torch")
+    from learner.model_files import shipped_model_path
+
+    rules = preset("cc49")
+    data = torch.load(shipped_model_path(rules), map_location="cpu", weights_only=True)
+    assert data["input"]["preset"] == "cc49", "the file shipped as cc49.pt was trained on another game"
+    result = play_match(rules, "mcts:model=shipped,sims=8", "greedy", games=2, seed=0)
+    assert result.games == 2
