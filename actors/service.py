@@ -55,7 +55,7 @@ class SelfPlayService:
         configure_logging()
         cfg = TrainConfig.from_dict(config)
         self.cfg, self.name, self.registry = cfg, name, registry
-        rules = cfg.game_rules()
+        rules = cfg.training_rules()
         seed = _actor_seed(cfg.seed, index)
         enc = encoding_for(rules, cfg.network.encoding, history=cfg.network.history)
         self.worker = SelfPlayWorker(

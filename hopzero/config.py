@@ -72,6 +72,11 @@ class SelfPlayConfig:
     """Resign when the root value stays below ``-resign_threshold`` (0 = never; paper: never)."""
     resign_playout_fraction: float = 0.1
     """Share of games that never resign, to measure how often resigning would be wrong."""
+    rules: dict[str, Any] = field(default_factory=dict)
+    """Rule options changed for the training games only (stage 1 and self-play), on top of the
+    game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
+    side advanced instead of as a draw, so that self-play learns to race (the paper's soft move
+    limit). Evaluation (gate, greedy, Elo) always plays the game's own rules."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +174,14 @@ class TrainConfig:
             return preset(self.preset).replace(**self.rules) if self.rules else preset(self.preset)
         except RulesError as exc:
             raise ConfigError(str(exc)) from None
+
+    def training_rules(self) -> Rules:
+        """The rules of the training games: the game's, with ``selfplay.rules`` on top."""
+        rules = self.game_rules()
+        try:
+            return rules.replace(**self.selfplay.rules) if self.selfplay.rules else rules
+        except RulesError as exc:
+            raise ConfigError(f"selfplay.rules: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The whole tree as plain JSON-ready data."""
@@ -289,5 +302,5 @@ def load_config(
     for assignment in overrides:
         _set(data, assignment)
     config = TrainConfig.from_dict(data)
-    config.game_rules()  # validate the game now, not an hour into the run
+    config.training_rules()  # validate the game now, not an hour into the run
     return config

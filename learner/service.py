@@ -44,7 +44,7 @@ class LearnerService:
         self.run_dir = Path(run_dir)
         self.registry = registry
         cfg = self.cfg
-        self.rules = cfg.game_rules()
+        self.rules = cfg.training_rules()
         self.encoding = encoding_for(self.rules, cfg.network.encoding, history=cfg.network.history)
         net_config = NetConfig.for_rules(self.rules, self.encoding.in_planes, cfg.network.size)
         self.checkpoints = self.run_dir / "checkpoints"

@@ -23,6 +23,7 @@ from hopzero.config import load_config  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import neutral_directory, train  # noqa: E402
+from learner.records import decode_record  # noqa: E402
 
 TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
 
@@ -61,6 +62,15 @@ def stream_length(url: str) -> int:
         client.close()
 
 
+def first_record_rules(url: str) -> dict:
+    client = redis.Redis.from_url(url)
+    try:
+        (_sid, fields), = client.xrange("hopzero:games", count=1)
+        return decode_record(fields[b"data"]).rules
+    finally:
+        client.close()
+
+
 def snapshots(run_dir: Path) -> list[dict]:
     return RunDir(run_dir).read_jsonl("metrics.jsonl")
 
@@ -68,10 +78,14 @@ def snapshots(run_dir: Path) -> list[dict]:
 def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative run directory, as `hopzero train` gets by default
     run_dir = tmp_path / "run"
-    config = tiny_config(1.2, "replay.backend=redis")
+    # Training games under their own rules (selfplay.rules): the learner must train on them.
+    config = tiny_config(1.2, "replay.backend=redis", "selfplay.rules.adjudicate=distance",
+                         "selfplay.rules.max_plies=90")
     summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
     assert stream_length(redis_server.url) > 0, "no game reached Redis"
+    rules = first_record_rules(redis_server.url)
+    assert (rules["adjudicate"], rules["max_plies"]) == ("distance", 90), "games not played under selfplay.rules"
     last = snapshots(run_dir)[-1]
     assert last["learner"]["steps"] > config.stage1.steps, "the learner did not train past stage 1"
     assert list((run_dir / "checkpoints").glob("checkpoint-*.pt")), "no checkpoint"

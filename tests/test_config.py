@@ -1,0 +1,41 @@
+"""The training configuration tree: named configs, strict overrides, and the two rule sets."""
+
+from __future__ import annotations
+
+import pytest
+
+from hopzero.config import CONFIG_NAMES, ConfigError, load_config
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_named_configs_load_on_every_training_preset(name):
+    for preset_name in ("cc49", "paper", "small-4-3"):
+        config = load_config(name, preset_name=preset_name, seed=5)
+        assert (config.name, config.preset, config.seed) == (name, preset_name, 5)
+        assert config.game_rules().name == preset_name
+
+
+def test_overrides_are_strict():
+    assert load_config("demo", overrides=["learner.lr=0.05"]).learner.lr == 0.05
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['lrr'\] in learner"):
+        load_config("demo", overrides=["learner.lrr=0.05"])
+    with pytest.raises(ConfigError, match="learner.batch_size must be an integer"):
+        load_config("demo", overrides=["learner.batch_size=big"])
+    with pytest.raises(ConfigError, match="must be key=value"):
+        load_config("demo", overrides=["learner.lr"])
+
+
+def test_selfplay_rules_change_the_training_games_only():
+    config = load_config("fast", preset_name="paper")
+    game, training = config.game_rules(), config.training_rules()
+    assert (game.adjudicate, training.adjudicate) == ("none", "distance")
+    assert training.replace(adjudicate="none") == game  # nothing else differs
+    plain = load_config("fast", preset_name="paper", overrides=["selfplay.rules={}"])
+    assert plain.training_rules() == plain.game_rules()
+
+
+def test_bad_selfplay_rules_are_named_before_the_run_starts():
+    with pytest.raises(ConfigError, match="selfplay.rules: unknown rules option"):
+        load_config("fast", overrides=["selfplay.rules.adjudicat=distance"])
+    with pytest.raises(ConfigError, match="selfplay.rules: adjudicate='fast' is unknown"):
+        load_config("fast", overrides=["selfplay.rules.adjudicate=fast"])
