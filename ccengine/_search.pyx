@@ -106,7 +106,7 @@ cdef struct Node:
     int32_t parent_edge    # the edge leading here, -1 at the root
     int16_t num_edges
     int8_t status          # ST_*
-    int8_t pad
+    int8_t proven          # solver: +1 / -1 = proven win / loss for state.to_move, 0 = unknown
     float value            # ST_TERMINAL: exact result from the view of state.to_move
     int8_t pieces[2][MAX_PIECES]   # pieces[p][j]: cell of player p's piece with ID j
 
@@ -377,6 +377,14 @@ cdef class SearchForest:
     - ``dirichlet_alpha``, ``dirichlet_weight``: root noise ``P <- (1 - w) P + w Dir(alpha)``,
       applied once per root when a search is started with ``noise=True``.
     - ``node_capacity``, ``edge_capacity``: initial array sizes per tree (they grow by doubling).
+    - ``solver``: MCTS-Solver (Winands et al. 2008): exact wins and losses found at terminal
+      nodes are backed up as proofs (a node is won if one move wins, lost if every move loses);
+      selection takes a proven win at once, avoids proven losses, and a descent that reaches a
+      proven node below the root backs up its exact value without going deeper.
+    - ``greedy_opponent``: opponent modelling: at the nodes where the root mover's opponent
+      moves, the descent plays what RULES.md's greedy player would (largest forward distance,
+      then the least advanced piece, then at random) instead of the opponent's best reply, so
+      the search computes a best response to greedy rather than to a perfect opponent.
 
     Ties in ``Q + U`` are broken uniformly at random with the tree's own random stream (seeded
     by :meth:`set_root`), so a game's search is the same whatever else shares its batch.
@@ -399,6 +407,8 @@ cdef class SearchForest:
     cdef readonly double dirichlet_weight
     cdef int pv_mode
     cdef int fpu_mode
+    cdef readonly bint solver
+    cdef readonly bint greedy_opponent
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
     cdef int32_t* queue            # compaction scratch (grown on demand)
@@ -434,6 +444,8 @@ cdef class SearchForest:
         double dirichlet_weight=0.25,
         int node_capacity=256,
         int edge_capacity=8192,
+        bint solver=False,
+        bint greedy_opponent=False,
     ):
         cdef int g
         if self.trees != NULL:
@@ -448,6 +460,8 @@ cdef class SearchForest:
             raise ValueError(f"parent_visits={parent_visits!r}; valid: 'node', 'children_sum'")
         if fpu not in ("parent", "value"):
             raise ValueError(f"fpu={fpu!r}; valid: 'parent', 'value'")
+        if solver and greedy_opponent:
+            raise ValueError("solver proves against a sound opponent; it cannot be combined with greedy_opponent")
         if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
             raise ValueError("c_puct and virtual_loss must be >= 0, dirichlet_alpha > 0, dirichlet_weight in [0, 1]")
         self.tables = tables
@@ -466,6 +480,8 @@ cdef class SearchForest:
         self.virtual_loss = virtual_loss
         self.dirichlet_alpha = dirichlet_alpha
         self.dirichlet_weight = dirichlet_weight
+        self.solver = solver
+        self.greedy_opponent = greedy_opponent
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
         self.trees = <Tree*>malloc(num_games * sizeof(Tree))
@@ -733,8 +749,11 @@ cdef class SearchForest:
         cdef Node* nd = &tr.nodes[x]
         cdef int p = nd.state.to_move, i, first = nd.first_edge, cnt = nd.num_edges, pick = 0, ties = 0
         cdef double n_par, w_par, vl_par, total, sq, fpu, q, score, best = -1e300, n
+        cdef int proof
         cdef Edge* pe
         cdef Edge* ed
+        if self.greedy_opponent and p != tr.nodes[0].state.to_move:
+            return self._greedy_edge(tr, x)
         if x == 0:
             n_par = tr.root_N
             w_par = tr.root_W
@@ -763,6 +782,11 @@ cdef class SearchForest:
             else:
                 q = (ed.W - ed.vloss * self.virtual_loss) / n
             score = q + sq * ed.P / (1.0 + n)
+            if self.solver and ed.child >= 0 and tr.nodes[ed.child].proven != 0:
+                proof = self._proof_for(tr, ed.child, p)
+                if proof > 0:
+                    return first + i    # a proven win: nothing else needs looking at
+                score = -1e299          # a proven loss: only when every move loses
             if score > best:
                 best = score
                 pick = i
@@ -772,6 +796,51 @@ cdef class SearchForest:
                 if _below(&tr.rng, ties) == 0:
                     pick = i
         return first + pick
+
+    cdef int _greedy_edge(self, Tree* tr, int x) noexcept nogil:
+        """The edge of node x that RULES.md's deterministic greedy player picks (ties at random)."""
+        cdef Node* nd = &tr.nodes[x]
+        cdef int sign = 1 if nd.state.to_move == 0 else -1, i, first = nd.first_edge, pick = 0, ties = 0
+        cdef int psi, back, best_psi = -1000000, best_back = -1000000
+        cdef Edge* ed
+        if nd.num_edges == 1:
+            return first    # also the pass, which has no forward distance
+        for i in range(nd.num_edges):
+            ed = &tr.edges[first + i]
+            psi = sign * (self.t.diag[ed.s] - self.t.diag[ed.e])
+            back = sign * self.t.diag[ed.s]     # larger = the start cell is less advanced
+            if psi > best_psi or (psi == best_psi and back > best_back):
+                best_psi, best_back, pick, ties = psi, back, i, 1
+            elif psi == best_psi and back == best_back:
+                ties += 1
+                if _below(&tr.rng, ties) == 0:
+                    pick = i
+        return first + pick
+
+    cdef inline int _proof_for(self, Tree* tr, int c, int player) noexcept nogil:
+        """Node c's proof (+1 won, -1 lost, 0 unknown) from ``player``'s view."""
+        return tr.nodes[c].proven if tr.nodes[c].state.to_move == player else -tr.nodes[c].proven
+
+    cdef void _prove_upwards(self, Tree* tr, int x) noexcept nogil:
+        """After node x got a proof, prove its ancestors that now follow from it."""
+        cdef int y = tr.nodes[x].parent, p, i, c, proof, all_lost
+        cdef Edge* ed
+        while y >= 0 and tr.nodes[y].proven == 0 and tr.nodes[y].status == ST_EXPANDED:
+            p = tr.nodes[y].state.to_move
+            all_lost = 1
+            for i in range(tr.nodes[y].num_edges):
+                c = tr.edges[tr.nodes[y].first_edge + i].child
+                proof = self._proof_for(tr, c, p) if c >= 0 else 0
+                if proof > 0:
+                    tr.nodes[y].proven = 1
+                    break
+                if proof == 0:
+                    all_lost = 0
+            if tr.nodes[y].proven == 0:
+                if not all_lost:
+                    return
+                tr.nodes[y].proven = -1
+            y = tr.nodes[y].parent
 
     cdef int _new_child(self, Tree* tr, int x, int e) noexcept nogil:
         """Create the node that edge e of node x leads to; returns its index (-1: no memory)."""
@@ -794,10 +863,11 @@ cdef class SearchForest:
         ch.parent_edge = e
         ch.first_edge = -1
         ch.num_edges = 0
-        ch.pad = 0
+        ch.proven = 0
         if ch.state.result != RESULT_NONE:
             ch.status = ST_TERMINAL
             ch.value = _exact_value(&ch.state)
+            ch.proven = 1 if ch.value > 0 else (-1 if ch.value < 0 else 0)
         else:
             ch.status = ST_FRESH
             ch.value = 0.0
@@ -863,6 +933,10 @@ cdef class SearchForest:
         cdef int x = 0, e, c
         tr.root_vloss += 1
         while True:
+            if self.solver and x != 0 and tr.nodes[x].proven != 0:
+                self._backup(tr, x, tr.nodes[x].proven, 1)   # exact: no need to look deeper
+                self._prove_upwards(tr, x)
+                return SEL_TERMINAL
             if tr.nodes[x].status == ST_EXPANDED:
                 e = self._pick_edge(tr, x)
                 tr.edges[e].vloss += 1
@@ -1075,6 +1149,19 @@ cdef class SearchForest:
             prior[i] = ed.P
         return cnt, tr.root_N, (tr.root_W / tr.root_N if tr.root_N > 0 else float("nan"))
 
+    def root_proofs(self, int g, int8_t[::1] out not None):
+        """Solver proofs of game ``g``'s root edges, in :meth:`root_stats` order, from the root
+        mover's view (+1 the move wins, -1 it loses, 0 unknown); returns their count."""
+        cdef Tree* tr = self._tree(g)
+        cdef Node* root = &tr.nodes[0]
+        cdef int i, c, cnt = root.num_edges if root.status == ST_EXPANDED else 0
+        if out.shape[0] < cnt:
+            raise ValueError(f"root_proofs needs >= {cnt} rows")
+        for i in range(cnt):
+            c = tr.edges[root.first_edge + i].child
+            out[i] = self._proof_for(tr, c, root.state.to_move) if c >= 0 else 0
+        return cnt
+
     def root_moves(self, int g, int16_t[:, ::1] out not None):
         """Legal moves of game ``g``'s root into ``out`` (int16 ``[>= max_moves, 2]``, engine
         order, the pass as ``(-1, -1)``); returns their count (0 when the game is over)."""
@@ -1180,8 +1267,9 @@ cdef class SearchForest:
                     if ed.N > 0 and ed.child < 0:
                         raise AssertionError(f"node {x}: visited edge without child")
                     total += ed.N
-                # one visit expanded the node; every later one went to a child
-                if total != nvis - 1:
+                # one visit expanded the node; every later one went to a child, except that
+                # the solver stops a descent at a proven node (below the root)
+                if total != nvis - 1 and not (self.solver and x > 0 and nd.proven != 0 and total < nvis):
                     raise AssertionError(f"node {x}: children visits {total} != node visits {nvis} - 1")
             elif nd.status == ST_PENDING:
                 raise AssertionError(f"node {x} pending")

@@ -106,6 +106,12 @@ class SearchConfig:
     reuse_tree: bool = True
     """Keep the played child's subtree for the next search (paper text: discard; paper code:
     keeps it)."""
+    solver: bool = False
+    """MCTS-Solver: back up proven wins and losses; the decision plays a proven win and never a
+    proven loss while another move is left (paper: no)."""
+    greedy_opponent: bool = False
+    """Opponent modelling: in the tree the opponent plays as the greedy player does, so the
+    search finds a best response to greedy, not to a perfect opponent (paper: no)."""
 
     def __post_init__(self) -> None:
         checks = [
@@ -119,6 +125,7 @@ class SearchConfig:
             (0 <= self.dirichlet_weight <= 1, "dirichlet_weight must be in [0, 1]"),
             (self.random_opening_plies >= 0 and self.explore_plies >= 0, "ply counts must be >= 0"),
             (self.explore_temperature >= 0 and self.temperature >= 0, "temperatures must be >= 0"),
+            (not (self.solver and self.greedy_opponent), "solver and greedy_opponent cannot be combined"),
         ]
         for ok, message in checks:
             if not ok:
@@ -309,6 +316,8 @@ class BatchedSearch:
             dirichlet_weight=c.dirichlet_weight,
             node_capacity=c.num_simulations + 16,
             edge_capacity=(c.num_simulations + 16) * 32,
+            solver=c.solver,
+            greedy_opponent=c.greedy_opponent,
         )
         rows = num_games * c.leaves_per_game
         k, m = self.tables.k, self.tables.max_moves
@@ -448,7 +457,7 @@ class BatchedSearch:
         if total:
             ok = actions >= 0
             policy[actions[ok]] = visits[ok] / total
-        i = choose_move(visits, temperature, rng)
+        i = choose_move(self._decision_weights(g, visits), temperature, rng)
         move = (int(moves[i, 0]), int(moves[i, 1]))
         return SearchResult(
             move=PASS if move[0] < 0 else move,
@@ -462,6 +471,19 @@ class BatchedSearch:
             simulations=int(root_n),
             temperature=temperature,
         )
+
+    def _decision_weights(self, g: int, visits: np.ndarray) -> np.ndarray:
+        """The visits the decision is drawn from; with the solver, proofs overrule them: the
+        most visited proven win if there is one, else no proven loss unless all moves lose."""
+        if not self.config.solver or not visits.sum():
+            return visits
+        proofs = np.zeros(self.tables.max_moves, dtype=np.int8)
+        proofs = proofs[: self.forest.root_proofs(g, proofs)]
+        if (proofs > 0).any():
+            wins = np.where(proofs > 0, visits, 0)
+            return (wins == wins.max()).astype(visits.dtype)  # one proven win, deterministically
+        alive = np.where(proofs < 0, 0, visits)
+        return alive if alive.sum() else visits
 
 
 def run_search(

@@ -74,6 +74,8 @@ class SearchPlayer:
         simulations: int,
         c_puct: float = 3.5,
         history: int = 1,
+        solver: bool = False,
+        greedy_opponent: bool = False,
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
         (rollouts), rebuilt from the player's seed at every ``reset(seed)``."""
@@ -90,6 +92,8 @@ class SearchPlayer:
             explore_plies=0,
             temperature=0.0,
             reuse_tree=False,
+            solver=solver,
+            greedy_opponent=greedy_opponent,
         )
         self._search = BatchedSearch(rules, 1, self.config, history=history)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
@@ -152,17 +156,27 @@ def _rollout_player(
     temp: float = 1.0,
     decisive: bool = False,
     c: float = 3.5,
+    solver: bool = False,
+    opponent: str = "any",
 ) -> SearchPlayer:
     """``rollout``: the playout policy of both sides (greedy, random, greedy-stochastic,
-    greedy-eps with ``eps``, softmax over forward distance with ``temp``)."""
+    greedy-eps with ``eps``, softmax over forward distance with ``temp``). ``solver``: back up
+    proven wins and losses (MCTS-Solver)."""
     from ._core import tables_for
 
     tables = tables_for(rules)
     options = dict(policy=rollout, rollouts=rollouts, epsilon=eps, temperature=temp, decisive=decisive)
     RolloutEvaluator(tables, **options)  # a bad option fails now, with the evaluator's message
     return SearchPlayer(
-        rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c
+        rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c,
+        solver=solver, greedy_opponent=_greedy_opponent(opponent),
     )
+
+
+def _greedy_opponent(opponent: str) -> bool:
+    if opponent not in ("any", "greedy"):
+        raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it)")
+    return opponent == "greedy"
 
 
 def _network_player(
@@ -222,6 +236,8 @@ register_player(
         "temp": _positive(float),
         "decisive": _flag,
         "c": _positive(float),
+        "solver": _flag,
+        "opponent": str,
     },
     description="tree search valued by playouts (greedy or random), no network",
 )

@@ -538,3 +538,120 @@ def test_paper_rules_and_pass_action_constant():
     [res] = run_search([State(PAPER)], UniformEvaluator(), EVAL.replace(num_simulations=50), np.random.default_rng(0))
     assert res.actions.min() >= 0 and res.actions.max() < PAPER.k * PAPER.cells
     assert PASS_ACTION == -1
+
+
+# ---------------------------------------------------------------------------------------------
+# MCTS-Solver and the greedy opponent model
+# ---------------------------------------------------------------------------------------------
+
+
+def _can_force_win(ref, player, plies):
+    """Whether ``player`` wins within ``plies`` plies against every defence (plain minimax)."""
+    if ref.is_terminal():
+        return ref.result() == (1 if player == 0 else -1)
+    if plies == 0:
+        return False
+    outcomes = []
+    for move in ref.legal_moves():
+        ref.play(move)
+        outcomes.append(_can_force_win(ref, player, plies - 1))
+        ref.undo()
+        if (ref.to_move == player) == outcomes[-1]:
+            break  # the mover found a win, or the defender a move that escapes
+    return any(outcomes) if ref.to_move == player else all(outcomes)
+
+
+def _root_proofs(search, g=0):
+    out = np.zeros(search.tables.max_moves, dtype=np.int8)
+    return out[: search.forest.root_proofs(g, out)]
+
+
+def test_solver_proves_the_forced_win_in_two_and_plays_it():
+    cfg = EVAL.replace(num_simulations=1500, solver=True)
+    search = BatchedSearch(SMALL, 1, cfg, rng=np.random.default_rng(0))
+    search.set_root(0, state_of(SMALL, WIN_IN_TWO))
+    res = search.search(UniformEvaluator())[0]
+    proofs = _root_proofs(search)
+    ref = ref_of(SMALL, WIN_IN_TWO)
+    assert forced_win_in_two(ref, res.move)
+    assert proofs[[tuple(m) for m in res.moves.tolist()].index(res.move)] == 1
+    search.forest.check_invariants(0)
+    # Every proof is sound: a proven win is a forced win, a proven loss lets the opponent force one.
+    mover = ref.to_move
+    for move, proof in zip(res.moves.tolist(), proofs.tolist()):
+        if proof:
+            ref.play(tuple(move))
+            assert _can_force_win(ref, mover if proof > 0 else 1 - mover, 3), (move, proof)
+            ref.undo()
+
+
+def test_solver_decision_never_plays_a_proven_loss():
+    # o to move and lost (x threatens a win o cannot stop): every move proven lost, o still moves.
+    text = "...x/..xx/o.o./o... o 10"
+    cfg = EVAL.replace(num_simulations=400, solver=True)
+    [res] = run_search([state_of(SMALL, text)], UniformEvaluator(), cfg, np.random.default_rng(0))
+    assert res.move in [tuple(m) for m in res.moves.tolist()]
+    assert res.root_value < -0.5
+
+
+def test_solver_off_reports_no_proofs():
+    search = BatchedSearch(SMALL, 1, EVAL.replace(num_simulations=300), rng=np.random.default_rng(0))
+    search.set_root(0, state_of(SMALL, WIN_IN_TWO))
+    search.search(UniformEvaluator())
+    assert not _root_proofs(search).any()
+
+
+def test_greedy_opponent_model_answers_only_with_greedy_moves():
+    from ccengine.players import greedy_candidates
+
+    cfg = EVAL.replace(num_simulations=600, greedy_opponent=True)
+    search = BatchedSearch(SMALL, 1, cfg, rng=np.random.default_rng(0))
+    state = state_of(SMALL, "...x/..xx/o.o./o... o 10")
+    search.set_root(0, state)
+    res = search.search(RolloutEvaluator(tables_for(SMALL), seed=1))[0]
+    searched = 0
+    for move, visits in zip(res.moves.tolist(), res.visits.tolist()):
+        edges = search.forest.node_edges(0, [move])
+        if visits < 2 or edges is None:
+            continue
+        after = ref_of(SMALL, "...x/..xx/o.o./o... o 10")
+        after.play(tuple(move))
+        if after.is_terminal():
+            continue
+        replies, reply_visits = [tuple(m) for m in edges[0].tolist()], edges[1]
+        allowed = set(greedy_candidates(SMALL, after.to_move, after.legal_moves()))
+        assert {m for m, n in zip(replies, reply_visits) if n} <= allowed, move
+        searched += 1
+    assert searched >= 3
+    search.forest.check_invariants(0)
+
+
+def test_solver_and_greedy_opponent_do_not_combine():
+    with pytest.raises(ValueError, match="cannot be combined"):
+        SearchConfig(solver=True, greedy_opponent=True)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        SearchForest(tables_for(SMALL), 1, solver=True, greedy_opponent=True)
+
+
+def test_solver_decisions_follow_sound_proofs_on_random_positions():
+    cfg = EVAL.replace(num_simulations=800, solver=True)
+    proven = mixed = 0
+    for state in _positions(SMALL, 40, 14, 5):
+        search = BatchedSearch(SMALL, 1, cfg, rng=np.random.default_rng(0))
+        search.set_root(0, state)
+        res = search.search(RolloutEvaluator(tables_for(SMALL), seed=1))[0]
+        proofs = _root_proofs(search)
+        chosen = proofs[[tuple(m) for m in res.moves.tolist()].index(res.move)]
+        if (proofs > 0).any():
+            assert chosen == 1, "a proven win was there to play"
+        elif (proofs < 0).any() and not (proofs < 0).all():
+            assert chosen == 0, "played a proven loss with a move left that is not lost"
+            mixed += 1
+        ref = ReferenceState(SMALL, list(state.board), state.to_move, state.ply)
+        for move, proof in zip(res.moves.tolist(), proofs.tolist()):
+            if proof:
+                ref.play(tuple(move))
+                assert _can_force_win(ref, ref.to_move if proof < 0 else 1 - ref.to_move, 3), (move, proof)
+                ref.undo()
+                proven += 1
+    assert proven >= 10 and mixed >= 5

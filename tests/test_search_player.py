@@ -25,7 +25,8 @@ def random_game(rules, seed, plies):
     return state, moves
 
 
-@pytest.mark.parametrize("spec", ["mcts:sims=32", "mcts-rollout:sims=64", "mcts-rollout:sims=64,rollout=random"])
+@pytest.mark.parametrize("spec", ["mcts:sims=32", "mcts-rollout:sims=64", "mcts-rollout:sims=64,rollout=random",
+                                  "mcts-rollout:sims=64,solver=1", "mcts-rollout:sims=64,opponent=greedy"])
 def test_search_players_play_legal_moves_and_explain_them(spec):
     rules = preset("cc49")
     state, _ = random_game(rules, 1, 12)
@@ -79,6 +80,8 @@ def test_bad_specs_are_one_line_errors():
     for spec, message in [
         ("mcts:sims=0", "positive"),
         ("mcts-rollout:rollout=clever", "valid"),
+        ("mcts-rollout:opponent=clever", "valid: any"),
+        ("mcts-rollout:solver=1,opponent=greedy", "cannot be combined"),
         ("mcts:model=/no/such/file.pt", "no such file"),
         ("mcts:model=shipped,sims=10", "shipped"),
     ]:
