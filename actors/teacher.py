@@ -10,43 +10,21 @@ better first model.
 
 The games are ordinary self-play games (``selfplay.py``: the run's exploration settings, root
 noise, records with every position kept), played with a :class:`~ccengine.search.RolloutEvaluator`
-instead of a network; ``model_version`` is -1. The policy target is the teacher's decision, its
-most visited move (ties shared), not the whole visit distribution: with uniform priors and
-playout values the visits spread over many moves (the best often gets a tenth of them), and a
-first run that learned those spreads gave a network that played aimlessly (5 wins, 57 draws and
-38 losses in 100 games against greedy).
+instead of a network; ``model_version`` is -1.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ccengine._core import tables_for
 from ccengine.rules import Rules
 from ccengine.search import RolloutEvaluator, SearchConfig
-from learner.records import GameRecord, make_record
+from learner.records import GameRecord
 
 from .selfplay import SelfPlayWorker
 
-__all__ = ["RolloutTeacher", "most_visited_targets"]
-
-
-def most_visited_targets(rules: Rules, rec: GameRecord) -> GameRecord:
-    """``rec`` with each position's policy target narrowed to its most visited moves, shared
-    equally (the search's decision as the label); everything else unchanged."""
-    policies = []
-    for t in range(rec.num_positions):
-        index, prob = rec.policy(t)
-        best = prob == prob.max() if len(prob) else np.zeros(0, dtype=bool)
-        policies.append((index[best], np.full(int(best.sum()), 1.0 / max(int(best.sum()), 1))))
-    return make_record(
-        run_id=rec.run_id, rules=rules, config_hash=rec.config_hash, model_version=rec.model_version,
-        actor=rec.actor, seed=rec.seed, pieces=rec.pieces, to_move=rec.to_move, policies=policies,
-        root_value=rec.root_value, outcome=rec.outcome, plies=rec.plies, start_pieces=rec.start_pieces,
-        weight=rec.weight, keep=rec.keep, versions=rec.versions,
-    )
+__all__ = ["RolloutTeacher"]
 
 
 class RolloutTeacher:
@@ -70,7 +48,6 @@ class RolloutTeacher:
         actor: str,
         seed: int,
     ) -> None:
-        self.rules = rules
         self.worker = SelfPlayWorker(
             rules,
             games=games,
@@ -90,7 +67,7 @@ class RolloutTeacher:
         while True:
             records = self.worker.step()
             if records:
-                return [most_visited_targets(self.rules, r) for r in records]
+                return records
 
     def stats(self) -> dict[str, Any]:
         """Games, positions and simulations so far (the keys :class:`HeuristicWorker` uses)."""

@@ -1,5 +1,5 @@
 """The stage-1 search teacher (actors.teacher): MCTS with greedy playouts plays self-play games
-whose records are ordinary, legal, fully kept and carry the search's decisions as targets."""
+whose records are ordinary, legal, fully kept and carry visit-count targets."""
 
 from __future__ import annotations
 
@@ -35,34 +35,14 @@ def test_teacher_games_are_legal_records_with_search_targets():
         for t in range(rec.num_positions):
             _, probs = rec.policy(t)
             assert len(probs) == 0 or abs(float(probs.astype(np.float64).sum()) - 1.0) < 1e-2
-    # the teacher's decision as the target: its most visited move, ties shared equally
-    for rec in records:
-        for t in range(rec.num_positions):
-            _, probs = rec.policy(t)
-            assert len(probs) == 0 or np.all(probs == probs[0])
-    assert np.mean([len(r.policy(t)[0]) == 1 for r in records for t in range(r.num_positions)]) > 0.8
-    assert any(np.abs(r.root_value).max() > 0 for r in records)  # root values from the playouts
+    # the search's visit distributions: spread over several moves (a greedy target is one move
+    # or a tie), with root values from the playouts
+    spread = [len(r.policy(t)[0]) > 1 for r in records for t in range(r.num_positions)]
+    assert np.mean(spread) > 0.5
+    assert any(np.abs(r.root_value).max() > 0 for r in records)
     stats = teach.stats()
     assert stats["games"] == len(records) and stats["positions"] == sum(r.num_positions for r in records)
     assert stats["simulations"] >= 60 * stats["positions"]
-
-
-def test_most_visited_targets_keep_the_best_moves_and_everything_else():
-    from actors.teacher import most_visited_targets
-
-    worker = teacher().worker  # its records still carry the whole visit distributions
-    records: list = []
-    while not records:
-        records = worker.step()
-    rec = records[0]
-    narrowed = most_visited_targets(RULES, rec)
-    for t in range(rec.num_positions):
-        index, prob = rec.policy(t)
-        n_index, n_prob = narrowed.policy(t)
-        assert set(n_index.tolist()) == set(index[prob == prob.max()].tolist())
-        assert abs(float(n_prob.astype(np.float64).sum()) - 1.0) < 1e-3
-    assert np.array_equal(narrowed.pieces, rec.pieces) and narrowed.outcome == rec.outcome
-    assert np.array_equal(narrowed.root_value, rec.root_value)
 
 
 def test_teacher_is_reproducible_from_its_seed():
