@@ -45,7 +45,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -81,26 +81,19 @@ def load_arrays(model: Any, arrays: Mapping[str, np.ndarray]) -> None:
 class TimedEvaluator:
     """Wraps an evaluator and counts the seconds, calls and rows spent in it."""
 
+    needs_states: ClassVar[bool] = False
+
     def __init__(self, inner: Evaluator) -> None:
         self.inner = inner
         self.seconds = 0.0
         self.calls = 0
         self.rows = 0
 
-    @property
-    def needs_states(self) -> bool:
-        """Whether the wrapped evaluator wants the leaves' engine states (playouts do)."""
-        return bool(getattr(self.inner, "needs_states", False))
-
     def evaluate(
-        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray,
-        states: np.ndarray | None = None,
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         t0 = time.perf_counter()
-        if states is None:
-            out = self.inner.evaluate(pieces, to_move, legal, counts)
-        else:
-            out = self.inner.evaluate(pieces, to_move, legal, counts, states=states)  # type: ignore[call-arg]
+        out = self.inner.evaluate(pieces, to_move, legal, counts)
         self.seconds += time.perf_counter() - t0
         self.calls += 1
         self.rows += len(to_move)

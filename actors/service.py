@@ -1,7 +1,6 @@
 """A self-play actor as a long-lived service (what ``hopzero train`` starts on each CPU).
 
-Before the first best model exists it plays stage 1 (the paper's greedy games, ``heuristic.py``,
-or the search teacher's, ``teacher.py``)
+Before the first best model exists it plays the paper's stage 1 (greedy games, ``heuristic.py``)
 up to its share of ``stage1.games``; then it plays MCTS self-play (``selfplay.py``) with the
 newest best weights, checked between moves by asking the registry for a version number (a few
 bytes; the weights are fetched only when it changed). Every finished game goes to the replay
@@ -12,7 +11,6 @@ in flight.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from typing import Any
@@ -26,7 +24,6 @@ from hopzero.metrics import Metrics
 from hopzero.replay_link import ReplayLink
 
 from .heuristic import HeuristicWorker
-from .teacher import RolloutTeacher
 from .selfplay import SelfPlayWorker
 
 __all__ = ["SelfPlayService"]
@@ -75,11 +72,23 @@ class SelfPlayService:
             resign_threshold=cfg.selfplay.resign_threshold,
             resign_playout_fraction=cfg.selfplay.resign_playout_fraction,
         )
-        self.stage1 = self._stage1_worker(cfg, rules, replay.run_id, name, seed)
-        # Greedy games: this actor's share of stage1.games. Teacher games: until the first model.
         s1 = cfg.stage1
-        self.stage1_quota = -(-s1.games // max(actors, 1)) if s1.teacher == "greedy" else math.inf
-        self.stage1_games = 0
+        self.heuristic = (
+            HeuristicWorker(
+                rules,
+                run_id=replay.run_id,
+                config_hash=cfg.hash(),
+                actor=name,
+                seed=seed,
+                start_mix=tuple(s1.start_mix),
+                random_moves=s1.random_moves,
+                keep_fraction=s1.keep_fraction,
+            )
+            if s1.enabled
+            else None
+        )
+        self.heuristic_quota = -(-s1.games // max(actors, 1)) if s1.enabled else 0
+        self.heuristic_games = 0
         self.writer = replay.writer()
         self.metrics = Metrics()
         self._stop = threading.Event()
@@ -87,28 +96,6 @@ class SelfPlayService:
         self._rate = (time.perf_counter(), 0, 0)  # (since, simulations, positions) for rates
         self._sims_per_s = 0.0
         self._positions_per_s = 0.0
-
-    @staticmethod
-    def _stage1_worker(cfg: TrainConfig, rules: Any, run_id: str, name: str, seed: int) -> Any:
-        s1 = cfg.stage1
-        if not s1.enabled:
-            return None
-        provenance = dict(run_id=run_id, config_hash=cfg.hash(), actor=name, seed=seed)
-        if s1.teacher == "rollout":
-            return RolloutTeacher(rules, games=cfg.selfplay.games_per_actor, search=cfg.search,
-                                  simulations=s1.teacher_simulations, encoding=cfg.network.encoding,
-                                  history=cfg.network.history, **provenance)
-        return HeuristicWorker(rules, start_mix=tuple(s1.start_mix), random_moves=s1.random_moves,
-                               keep_fraction=s1.keep_fraction, **provenance)
-
-    def _play_stage1(self) -> list[Any]:
-        if isinstance(self.stage1, RolloutTeacher):
-            records = self.stage1.generate()
-            self.stage1_games += len(records)
-            return records
-        n = int(min(16, self.stage1_quota - self.stage1_games))
-        self.stage1_games += n
-        return self.stage1.generate(n)
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -119,8 +106,11 @@ class SelfPlayService:
                 self._follow_best()
                 if self.worker.has_weights:
                     self._send(self.worker.step(), stage="2")
-                elif self.stage1 is not None and self.stage1_games < self.stage1_quota:
-                    self._send(self._play_stage1(), stage="1")
+                elif self.heuristic is not None and self.heuristic_games < self.heuristic_quota:
+                    n = min(16, self.heuristic_quota - self.heuristic_games)
+                    records = self.heuristic.generate(n)
+                    self.heuristic_games += n
+                    self._send(records, stage="1")
                 else:
                     time.sleep(0.2)  # waiting for the first best model
                 self._update_rates()
@@ -160,15 +150,16 @@ class SelfPlayService:
         if now - since < 5.0:
             return
         s = self.worker.stats()
-        h = self.stage1.stats() if self.stage1 is not None else {}
-        sims = s.get("simulations", 0) + h.get("simulations", 0)
-        positions = s.get("positions", 0) + h.get("positions", 0)
+        sims, positions = s.get("simulations", 0), s.get("positions", 0) + self._heuristic_positions()
         self._sims_per_s = (sims - sims0) / (now - since)
         self._positions_per_s = (positions - pos0) / (now - since)
         self._rate = (now, sims, positions)
         self.metrics.inc("hopzero_selfplay_simulations", sims - sims0, actor=self.name)
         self.metrics.set("hopzero_selfplay_sims_per_second", self._sims_per_s, actor=self.name)
         self.metrics.set("hopzero_selfplay_model_version", self.worker.model_version, actor=self.name)
+
+    def _heuristic_positions(self) -> int:
+        return int(self.heuristic.stats().get("positions", 0)) if self.heuristic is not None else 0
 
     def stop(self) -> None:
         """End the loop after the current step."""
@@ -177,11 +168,11 @@ class SelfPlayService:
     def stats(self) -> dict[str, Any]:
         """Games, positions and simulations so far, rates, model version, stage."""
         s = self.worker.stats()
-        h = self.stage1.stats() if self.stage1 is not None else {}
+        h = self.heuristic.stats() if self.heuristic is not None else {}
         return {
             "games": s.get("games_finished", 0) + h.get("games", 0),
             "positions": s.get("positions", 0) + h.get("positions", 0),
-            "simulations": s.get("simulations", 0) + h.get("simulations", 0),
+            "simulations": s.get("simulations", 0),
             "sims_per_s": self._sims_per_s,
             "positions_per_s": self._positions_per_s,
             "model_version": self.worker.model_version,

@@ -79,22 +79,12 @@ class SelfPlayConfig:
     limit). Evaluation (gate, greedy, Elo) always plays the game's own rules."""
 
 
-#: Who plays the stage-1 games (``StageOneConfig.teacher``).
-STAGE1_TEACHERS = ("greedy", "rollout")
-
-
 @dataclass(frozen=True, kw_only=True)
 class StageOneConfig:
     """The paper's stage 1: supervised pretraining on greedy self-play (section 3.5)."""
 
     enabled: bool = True
     """Off = tabula rasa (then use the rules' ``progress_limit`` and distance adjudication)."""
-    teacher: str = "greedy"
-    """Who plays the stage-1 games: ``greedy`` (the paper: greedy self-play, forward-distance
-    targets) or ``rollout`` (``mcts-rollout`` self-play, visit-count targets, every position
-    kept; played until the first model exists, the learner paced by ``samples_per_insert``)."""
-    teacher_simulations: int = 800
-    """Simulations per move of the ``rollout`` teacher."""
     games: int = 15_000
     """Greedy self-play games in total (paper: "15,000 new games per iteration"; we read it as
     the total of one generation pass, see docs/TRAINING.md)."""
@@ -106,12 +96,6 @@ class StageOneConfig:
     """Share of positions kept, to break correlations (paper: 3-5%)."""
     steps: int = 3000
     """Learner steps on stage-1 data before self-play starts."""
-
-    def __post_init__(self) -> None:
-        if self.teacher not in STAGE1_TEACHERS:
-            raise ValueError(f"teacher={self.teacher!r} is unknown; valid: {', '.join(STAGE1_TEACHERS)}")
-        if self.teacher_simulations < 1:
-            raise ValueError(f"teacher_simulations={self.teacher_simulations} must be at least 1")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -78,8 +78,8 @@ class LearnerService:
 
     def _limiter(self) -> RatioLimiter | None:
         r = self.cfg.replay
-        if self.stage == 1 and self.cfg.stage1.teacher == "greedy":
-            return None  # greedy games come far faster than they can be learned: no ratio to keep
+        if self.stage == 1:
+            return None  # stage-1 data comes far faster than it can be learned: no ratio to keep
         return RatioLimiter(r.samples_per_insert, min_size_to_sample=r.min_positions, error_buffer=r.error_buffer)
 
     # -- the loop ---------------------------------------------------------------------------------

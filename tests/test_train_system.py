@@ -102,21 +102,6 @@ def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, mo
     assert (run_dir / "plots" / "winrate.png").is_file()
 
 
-def test_stage_one_with_the_search_teacher(local_ray, tmp_path):
-    """stage1.teacher=rollout: mcts-rollout games feed stage 1, the learner is paced by the ratio
-    limiter, and the stage-1 network becomes the first best model."""
-    run_dir = tmp_path / "run"
-    config = tiny_config(0.8, "stage1.teacher=rollout", "stage1.teacher_simulations=16")
-    summary = train(config, run_dir=str(run_dir), out=open("/dev/null", "w"))
-    history = promotion_history(run_dir)
-    assert history and int(history[0].version) == config.stage1.steps, "stage 1 did not finish"
-    last = snapshots(run_dir)[-1]
-    assert last["learner"]["steps"] > config.stage1.steps
-    assert last["learner"]["sampled"] <= config.replay.samples_per_insert * last["learner"]["inserted"] \
-        + config.replay.error_buffer, "stage 1 outran the teacher's data"
-    assert summary["best_version"] >= config.stage1.steps
-
-
 def _run_in_thread(config, run_dir, **kwargs):
     result: dict = {}
 
