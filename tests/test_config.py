@@ -26,12 +26,12 @@ def test_overrides_are_strict():
 
 
 def test_selfplay_rules_change_the_training_games_only():
-    config = load_config("fast", preset_name="paper")
+    plain = load_config("fast", preset_name="paper")
+    assert plain.training_rules() == plain.game_rules()
+    config = load_config("fast", preset_name="paper", overrides=["selfplay.rules.adjudicate=distance"])
     game, training = config.game_rules(), config.training_rules()
     assert (game.adjudicate, training.adjudicate) == ("none", "distance")
     assert training.replace(adjudicate="none") == game  # nothing else differs
-    plain = load_config("fast", preset_name="paper", overrides=["selfplay.rules={}"])
-    assert plain.training_rules() == plain.game_rules()
 
 
 def test_bad_selfplay_rules_are_named_before_the_run_starts():
