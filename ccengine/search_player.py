@@ -4,7 +4,8 @@ Registered SPECs (usable in ``hopzero match``, ``move``, ``play`` and ``engine``
 
 - ``mcts:model=PATH,sims=S``: network-guided search. ``model`` is a network file, a learner
   checkpoint, a run directory (its current best model) or ``shipped`` (the model packaged for the
-  game's preset); without ``model``, a uniform prior and a zero value.
+  game's preset); without ``model``, a uniform prior and a zero value. ``c`` (the exploration
+  constant) defaults to the one the model was trained with, as its file records, else 3.5.
 - ``mcts-rollout:sims=S,rollout=POLICY``: classic MCTS whose leaves are valued by playouts in C
   (``greedy`` by default; ``random``, ``greedy-stochastic``, ``greedy-eps``, ``softmax``), no network.
 
@@ -180,13 +181,17 @@ def _greedy_opponent(opponent: str) -> bool:
 
 
 def _network_player(
-    rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float = 3.5, device: str = "cpu"
+    rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float | None = None, device: str = "cpu"
 ) -> SearchPlayer:
+    """``c``: the exploration constant; by default the one the model was trained with (its file
+    says), else the paper's 3.5."""
     if not model:
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c)
+        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=3.5 if c is None else c)
     from learner.network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model(rules, model), device=device)
+    if c is None:
+        c = evaluator.c_puct if evaluator.c_puct is not None else 3.5
     return SearchPlayer(rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history)
 
 

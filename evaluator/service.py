@@ -155,7 +155,8 @@ class EvaluatorService:
         path = self.rundir.path / "models" / f"model-{version:010d}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
         info = {"encoding": self.cfg.network.encoding, "history": self.cfg.network.history,
-                "preset": self.cfg.preset, "version": int(version), "config_hash": self.cfg.hash()}
+                "preset": self.cfg.preset, "version": int(version), "config_hash": self.cfg.hash(),
+                "c_puct": self.cfg.search.c_puct}  # players search the network as it was trained
         save_net(model, path, input=info)
         return path
 

@@ -39,6 +39,8 @@ class NetworkEvaluator:
         self._planes = np.zeros((0, *encoding.input_shape), dtype=np.float32)
         #: Positions evaluated since construction.
         self.positions = 0
+        #: The exploration constant the network was trained and gated with, when its file says.
+        self.c_puct: float | None = None
 
     def evaluate(
         self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
@@ -97,11 +99,15 @@ def load_network_evaluator(
                 f"(in_planes {enc.in_planes}, policy {enc.policy_size})"
             )
     inference = Inference(model, device=device, threads=threads)
-    return NetworkEvaluator(rules, enc, inference)
+    evaluator = NetworkEvaluator(rules, enc, inference)
+    if source is not None and isinstance(meta.get("c_puct"), (int, float)) and meta["c_puct"] >= 0:
+        evaluator.c_puct = float(meta["c_puct"])
+    return evaluator
 
 
 def load_net_with_meta(source: str | Path | dict[str, Any]) -> tuple[PolicyValueNet, dict[str, Any]]:
-    """A network and what it says about its input (``{"encoding", "history"}``), from a file.
+    """A network and what its file says about it (``encoding``, ``history`` and the ``c_puct`` it
+    was trained with, where present).
 
     Network files written for play carry an ``"input"`` entry beside ``net_state``'s keys; the
     file is read once, with ``torch.load(weights_only=True)``.
@@ -115,5 +121,5 @@ def load_net_with_meta(source: str | Path | dict[str, Any]) -> tuple[PolicyValue
         if not isinstance(data, dict):
             raise ValueError(f"{source}: expected a network file (a dict of weights), got {type(data).__name__}")
     info = data.get("input")
-    meta = {k: info[k] for k in ("encoding", "history") if k in info} if isinstance(info, dict) else {}
+    meta = {k: info[k] for k in ("encoding", "history", "c_puct") if k in info} if isinstance(info, dict) else {}
     return load_net(data), meta

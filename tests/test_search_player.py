@@ -136,6 +136,17 @@ def test_search_indices_reach_the_network_in_the_encodings_frame(tiny_nets, enco
         assert np.array_equal(framed, expected)
 
 
+def test_network_player_searches_with_the_c_its_model_was_trained_with(tiny_nets, tmp_path):
+    from learner.model import load_net, save_net
+
+    rules = preset("cc49")
+    assert make_player(f"mcts:model={tiny_nets['general']}", rules, seed=0).config.c_puct == 3.5  # file names none
+    trained = tmp_path / "c1.pt"
+    save_net(load_net(tiny_nets["general"]), trained, input={"encoding": "general", "history": 3, "c_puct": 1.0})
+    assert make_player(f"mcts:model={trained}", rules, seed=0).config.c_puct == 1.0
+    assert make_player(f"mcts:model={trained},c=2", rules, seed=0).config.c_puct == 2.0  # asked for
+
+
 def test_the_shipped_cc49_model_plays_out_of_the_box():
     torch = pytest.importorskip("torch")
     from learner.model_files import shipped_model_path
