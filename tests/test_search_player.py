@@ -147,12 +147,14 @@ def test_network_player_searches_with_the_c_its_model_was_trained_with(tiny_nets
     assert make_player(f"mcts:model={trained},c=2", rules, seed=0).config.c_puct == 2.0  # asked for
 
 
-def test_the_shipped_cc49_model_plays_out_of_the_box():
+@pytest.mark.parametrize(("name", "c_puct"), [("cc49", 3.5), ("paper", 1.0)])
+def test_the_shipped_models_play_out_of_the_box(name, c_puct):
     torch = pytest.importorskip("torch")
     from learner.model_files import shipped_model_path
 
-    rules = preset("cc49")
+    rules = preset(name)
     data = torch.load(shipped_model_path(rules), map_location="cpu", weights_only=True)
-    assert data["input"]["preset"] == "cc49", "the file shipped as cc49.pt was trained on another game"
+    assert data["input"]["preset"] == name, f"the file shipped as {name}.pt was trained on another game"
+    assert make_player("mcts:model=shipped", rules, seed=0).config.c_puct == c_puct  # as it was trained
     result = play_match(rules, "mcts:model=shipped,sims=8", "greedy", games=2, seed=0)
     assert result.games == 2
