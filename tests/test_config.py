@@ -26,9 +26,9 @@ def test_overrides_are_strict():
 
 
 def test_selfplay_rules_change_the_training_games_only():
-    plain = load_config("fast", preset_name="paper")
+    plain = load_config("demo", preset_name="paper")
     assert plain.training_rules() == plain.game_rules()
-    config = load_config("fast", preset_name="paper", overrides=["selfplay.rules.adjudicate=distance"])
+    config = load_config("fast", preset_name="paper")  # fast scores cut-off training games by distance
     game, training = config.game_rules(), config.training_rules()
     assert (game.adjudicate, training.adjudicate) == ("none", "distance")
     assert training.replace(adjudicate="none") == game  # nothing else differs
