@@ -333,13 +333,25 @@ PORT_FLAG = re.compile(r"--(?:[a-z-]+-)?port[= ](\d+)\b")
 MARKER = "HOPZERO_COMPOSE_TEST"
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports that nothing listens on right now."""
-    sockets = [socket.socket() for _ in range(count)]
+    """``count`` distinct TCP ports that nothing listens on right now and that no earlier call
+    handed out: the services start later, so a port handed out before is still free to the OS
+    and would otherwise be given twice (a Ray worker port colliding with a metrics port)."""
+    sockets: list[socket.socket] = []
+    ports: list[int] = []
     try:
-        for s in sockets:
+        while len(ports) < count:
+            s = socket.socket()
+            sockets.append(s)  # held bound until the end: distinct within this call
             s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
+            port = int(s.getsockname()[1])
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                ports.append(port)
+        return ports
     finally:
         for s in sockets:
             s.close()
