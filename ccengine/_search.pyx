@@ -798,24 +798,13 @@ cdef class SearchForest:
         return first + pick
 
     cdef int _greedy_edge(self, Tree* tr, int x) noexcept nogil:
-        """The edge of node x that RULES.md's deterministic greedy player picks (ties at random)."""
+        """The edge of node x that RULES.md's greedy player picks (the playouts' ``_greedy_pick``)."""
         cdef Node* nd = &tr.nodes[x]
-        cdef int sign = 1 if nd.state.to_move == 0 else -1, i, first = nd.first_edge, pick = 0, ties = 0
-        cdef int psi, back, best_psi = -1000000, best_back = -1000000
-        cdef Edge* ed
-        if nd.num_edges == 1:
-            return first    # also the pass, which has no forward distance
+        cdef int i
         for i in range(nd.num_edges):
-            ed = &tr.edges[first + i]
-            psi = sign * (self.t.diag[ed.s] - self.t.diag[ed.e])
-            back = sign * self.t.diag[ed.s]     # larger = the start cell is less advanced
-            if psi > best_psi or (psi == best_psi and back > best_back):
-                best_psi, best_back, pick, ties = psi, back, i, 1
-            elif psi == best_psi and back == best_back:
-                ties += 1
-                if _below(&tr.rng, ties) == 0:
-                    pick = i
-        return first + pick
+            self.movebuf[2 * i] = tr.edges[nd.first_edge + i].s
+            self.movebuf[2 * i + 1] = tr.edges[nd.first_edge + i].e
+        return nd.first_edge + _greedy_pick(self.t, &nd.state, self.movebuf, nd.num_edges, &tr.rng)
 
     cdef inline int _proof_for(self, Tree* tr, int c, int player) noexcept nogil:
         """Node c's proof (+1 won, -1 lost, 0 unknown) from ``player``'s view."""
@@ -824,7 +813,6 @@ cdef class SearchForest:
     cdef void _prove_upwards(self, Tree* tr, int x) noexcept nogil:
         """After node x got a proof, prove its ancestors that now follow from it."""
         cdef int y = tr.nodes[x].parent, p, i, c, proof, all_lost
-        cdef Edge* ed
         while y >= 0 and tr.nodes[y].proven == 0 and tr.nodes[y].status == ST_EXPANDED:
             p = tr.nodes[y].state.to_move
             all_lost = 1

@@ -185,13 +185,14 @@ def _network_player(
 ) -> SearchPlayer:
     """``c``: the exploration constant; by default the one the model was trained with (its file
     says), else the paper's 3.5."""
+    paper_c = SearchConfig().c_puct
     if not model:
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=3.5 if c is None else c)
+        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=paper_c if c is None else c)
     from learner.network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model(rules, model), device=device)
     if c is None:
-        c = evaluator.c_puct if evaluator.c_puct is not None else 3.5
+        c = evaluator.c_puct if evaluator.c_puct is not None else paper_c
     return SearchPlayer(rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history)
 
 
