@@ -1,7 +1,3 @@
-"""Ray self-play actors.
-
-What will live here (see docs/ARCHITECTURE.md): actors that each own G concurrent games, step
-them together through the batched tree search with one network call per step, pull the newest
-best weights between moves, and stream finished game records into the replay buffer; plus the
-heuristic-guided (stage 1) data generator of the seed paper.
-"""
+"""Self-play: the paper's stage-1 greedy games (``heuristic``), stage-2 batched tree-search
+games (``selfplay``), both plain classes, and the Ray service that runs them and streams the
+finished games into the replay buffer (``service``), configured by ``config``."""

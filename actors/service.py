@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import encoding_for
-from hopzero.config import TrainConfig
-from hopzero.logs import configure_logging
-from hopzero.metrics import Metrics
-from hopzero.replay_link import ReplayLink
+from ccengine.rules import Rules
+from ccengine.search import SearchConfig
+from learner.logs import configure_logging
+from learner.metrics import Metrics
+from learner.model import NetworkConfig
+from learner.replay import ReplayLink
 
+from .config import SelfPlayConfig, StageOneConfig
 from .heuristic import HeuristicWorker
 from .selfplay import SelfPlayWorker
 
@@ -48,36 +50,46 @@ class SelfPlayService:
     """Plays games and streams them to the replay buffer; see the module docstring."""
 
     def __init__(
-        self, config: dict[str, Any], name: str, index: int, replay: ReplayLink, registry: Any, *, actors: int = 1
+        self,
+        name: str,
+        index: int,
+        *,
+        rules: Rules,
+        network: NetworkConfig,
+        search: SearchConfig,
+        selfplay: SelfPlayConfig,
+        stage1: StageOneConfig,
+        seed: int,
+        config_hash: str,
+        replay: ReplayLink,
+        registry: Any,
+        actors: int = 1,
     ) -> None:
-        from learner.model import NetConfig
-
+        """``rules``: the training games' rules; ``seed``: the run's (each actor derives its own);
+        ``actors``: how many share stage 1's games."""
         configure_logging()
-        cfg = TrainConfig.from_dict(config)
-        self.cfg, self.name, self.registry = cfg, name, registry
-        rules = cfg.training_rules()
-        seed = _actor_seed(cfg.seed, index)
-        enc = encoding_for(rules, cfg.network.encoding, history=cfg.network.history)
+        self.name, self.registry = name, registry
+        seed = _actor_seed(seed, index)
         self.worker = SelfPlayWorker(
             rules,
-            games=cfg.selfplay.games_per_actor,
-            search=cfg.search,
-            net_config=NetConfig.for_rules(rules, enc.in_planes, cfg.network.size),
-            encoding=cfg.network.encoding,
-            history=cfg.network.history,
+            games=selfplay.games_per_actor,
+            search=search,
+            net_config=network.net_config(rules),
+            encoding=network.encoding,
+            history=network.history,
             run_id=replay.run_id,
-            config_hash=cfg.hash(),
+            config_hash=config_hash,
             actor=name,
             seed=seed,
-            resign_threshold=cfg.selfplay.resign_threshold,
-            resign_playout_fraction=cfg.selfplay.resign_playout_fraction,
+            resign_threshold=selfplay.resign_threshold,
+            resign_playout_fraction=selfplay.resign_playout_fraction,
         )
-        s1 = cfg.stage1
+        s1 = stage1
         self.heuristic = (
             HeuristicWorker(
                 rules,
                 run_id=replay.run_id,
-                config_hash=cfg.hash(),
+                config_hash=config_hash,
                 actor=name,
                 seed=seed,
                 start_mix=tuple(s1.start_mix),
@@ -141,8 +153,7 @@ class SelfPlayService:
             self.writer.add(record)
             self.metrics.inc("hopzero_selfplay_games", 1, actor=self.name, stage=stage)
             self.metrics.inc("hopzero_selfplay_positions", record.num_positions, actor=self.name, stage=stage)
-        if hasattr(self.writer, "send"):
-            self.writer.send()  # Redis: push what is pending now rather than at the next add
+        self.writer.send()  # push what is pending now rather than at the next add
 
     def _update_rates(self) -> None:
         since, sims0, pos0 = self._rate

@@ -12,6 +12,7 @@ from .players import Player, PlayerSpecError, make_player, player_kinds, registe
 from .reference import IllegalMoveError, ReferenceState, move_path
 from .render import format_move, parse_human_move, render_board, render_position
 from .rules import PASS, PRESET_NAMES, Geometry, Rules, RulesError, preset
+from .search_player import SearchPlayer  # registers mcts-rollout
 from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "PlayerSpecError",
     "Position",
     "ReferenceState",
+    "SearchPlayer",
     "Rules",
     "RulesError",
     "canonical_ids",

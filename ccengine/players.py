@@ -10,15 +10,14 @@ follow RULES.md "Forward distance and the greedy players" (seed section 3.2):
   uniform over all moves.
 
 A SPEC is ``name`` or ``name:key=value,key=value`` (e.g. ``mcts:model=best.pt,sims=200``).
-Other modules add players with :func:`register_player`; the search module registers ``mcts`` and
-``mcts-rollout`` when imported, and :func:`make_player` imports it on first need (see
-``PLUGIN_MODULES``), so a SPEC naming a plug-in player works without an explicit import.
+Other modules add players with :func:`register_player` when they are imported: the search
+module ``mcts-rollout`` (``ccengine`` imports it), ``learner.network_player`` the network player
+``mcts`` (the rooms above import it).
 """
 
 from __future__ import annotations
 
 import bisect
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
@@ -28,7 +27,6 @@ import numpy as np
 from .rules import PASS, Rules
 
 __all__ = [
-    "PLUGIN_MODULES",
     "GreedyPlayer",
     "Player",
     "PlayerKind",
@@ -200,11 +198,6 @@ class StochasticGreedyPlayer(_SeededPlayer):
 #: ``factory(rules, seed, **options) -> Player``.
 PlayerFactory = Callable[..., Player]
 
-#: Modules imported on the first SPEC that names no registered player: they register more
-#: players (the search module: ``mcts``, ``mcts-rollout``). A module that is missing is skipped.
-PLUGIN_MODULES: list[str] = ["ccengine.search_player"]
-
-
 @dataclass(frozen=True)
 class PlayerKind:
     """A registered player: how to build it and which ``key=value`` options it takes."""
@@ -225,7 +218,6 @@ class PlayerKind:
 
 
 _REGISTRY: dict[str, PlayerKind] = {}
-_plugins_loaded = False
 
 
 def register_player(
@@ -248,21 +240,8 @@ def register_player(
     return kind
 
 
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for module in PLUGIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass  # not built or not written yet: its players are simply not offered
-
-
 def player_kinds() -> dict[str, PlayerKind]:
-    """Every registered player, plug-ins included, by name."""
-    _load_plugins()
+    """Every registered player, by name."""
     return dict(_REGISTRY)
 
 
@@ -274,9 +253,6 @@ def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
     """Split and validate a SPEC: the player kind and its parsed options."""
     name, _, rest = spec.strip().partition(":")
     kind = _REGISTRY.get(name)
-    if kind is None:
-        _load_plugins()
-        kind = _REGISTRY.get(name)
     if kind is None:
         raise PlayerSpecError(f"unknown player {name!r} in {spec!r}; valid: {_valid_players()}")
     options: dict[str, object] = {}

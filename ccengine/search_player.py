@@ -1,17 +1,13 @@
 """Players that think: the batched tree search behind the ``Player`` interface.
 
-Registered SPECs (usable in ``hopzero match``, ``move``, ``play`` and ``engine``):
+:class:`SearchPlayer` plays any :class:`ccengine.search.Evaluator`; the network player
+(``mcts:model=...``) is one, registered by ``learner.network_player``. Registered here:
 
-- ``mcts:model=PATH,sims=S``: network-guided search. ``model`` is a network file, a learner
-  checkpoint, a run directory (its current best model) or ``shipped`` (the model packaged for the
-  game's preset); without ``model``, a uniform prior and a zero value. ``c`` (the exploration
-  constant) defaults to the one the model was trained with, as its file records, else 3.5.
 - ``mcts-rollout:sims=S,rollout=POLICY``: classic MCTS whose leaves are valued by playouts in C
   (``greedy`` by default; ``random``, ``greedy-stochastic``, ``greedy-eps``, ``softmax``), no network.
 
 In a match these players play their strongest: no root noise, no random or exploratory plies,
-the most visited move. The network is loaded lazily (``learner`` imports torch), so the
-rollout player needs no PyTorch.
+the most visited move.
 """
 
 from __future__ import annotations
@@ -24,9 +20,9 @@ import numpy as np
 from .encoding import PieceTracker
 from .players import SeedLike, register_player
 from .rules import PASS, Rules
-from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult, UniformEvaluator
+from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
 
-__all__ = ["SearchPlayer", "game_piece_history"]
+__all__ = ["SearchPlayer", "flag", "game_piece_history", "positive"]
 
 Move = tuple[int, int]
 
@@ -180,30 +176,7 @@ def _greedy_opponent(opponent: str) -> bool:
     return opponent == "greedy"
 
 
-def _network_player(
-    rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float | None = None, device: str = "cpu"
-) -> SearchPlayer:
-    """``c``: the exploration constant; by default the one the model was trained with (its file
-    says), else the paper's 3.5."""
-    paper_c = SearchConfig().c_puct
-    if not model:
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=paper_c if c is None else c)
-    from learner.network_evaluator import load_network_evaluator  # torch only when a model is asked for
-
-    evaluator = load_network_evaluator(rules, resolve_model(rules, model), device=device)
-    if c is None:
-        c = evaluator.c_puct if evaluator.c_puct is not None else paper_c
-    return SearchPlayer(rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history)
-
-
-def resolve_model(rules: Rules, model: str) -> Any:
-    """The network a ``model=`` option names: a file, a run directory, or ``shipped``."""
-    from learner.model_files import resolve_model_source
-
-    return resolve_model_source(rules, model)
-
-
-def _positive(kind: type) -> Any:
+def positive(kind: type) -> Any:
     def parse(text: str) -> Any:
         value = kind(text)
         if value <= 0:
@@ -214,7 +187,7 @@ def _positive(kind: type) -> Any:
     return parse
 
 
-def _flag(text: str) -> bool:
+def flag(text: str) -> bool:
     if text.lower() in ("1", "true", "yes", "on"):
         return True
     if text.lower() in ("0", "false", "no", "off"):
@@ -222,27 +195,21 @@ def _flag(text: str) -> bool:
     raise ValueError(f"{text!r} is not a flag (1/0, true/false)")
 
 
-_flag.__name__ = "a flag (1/0)"
+flag.__name__ = "a flag (1/0)"
 
 
-register_player(
-    "mcts",
-    _network_player,
-    options={"model": str, "sims": _positive(int), "c": _positive(float), "device": str},
-    description="network-guided tree search (uniform prior and zero value without a model)",
-)
 register_player(
     "mcts-rollout",
     _rollout_player,
     options={
-        "sims": _positive(int),
+        "sims": positive(int),
         "rollout": str,
-        "rollouts": _positive(int),
+        "rollouts": positive(int),
         "eps": float,
-        "temp": _positive(float),
-        "decisive": _flag,
-        "c": _positive(float),
-        "solver": _flag,
+        "temp": positive(float),
+        "decisive": flag,
+        "c": positive(float),
+        "solver": flag,
         "opponent": str,
     },
     description="tree search valued by playouts (greedy or random), no network",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -93,20 +92,17 @@ def reflect_moves(rules: Rules, moves: np.ndarray | Sequence[Move]) -> np.ndarra
     return reflect_cells(rules, np.asarray(moves, dtype=np.int64).reshape(-1, 2))
 
 
-def reflect_planes(planes: Any) -> Any:
-    """Reflect encoded planes ``(..., n, n)`` (numpy or torch): ``out[..., r, c] = in[..., n-1-c, n-1-r]``.
+def reflect_planes(planes: np.ndarray) -> np.ndarray:
+    """Reflect encoded planes ``(..., n, n)``: ``out[..., r, c] = in[..., n-1-c, n-1-r]``.
 
-    Returns a new C-contiguous array for numpy (so ``torch.from_numpy`` takes it); works on any
-    encoding here, since every plane is either a per-cell map or constant.
+    Returns a new C-contiguous array (so ``torch.from_numpy`` takes it); works on any encoding
+    here, since every plane is either a per-cell map or constant.
     """
-    if isinstance(planes, np.ndarray):
-        return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
-    # torch.Tensor (kept duck-typed so this module does not import torch)
-    return planes.transpose(-1, -2).flip((-2, -1))
+    return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
 
 
-def reflect_policy(rules: Rules, policy: Any) -> Any:
-    """Reflect policy vectors ``(..., k * cells)`` (numpy or torch): each ID's block by the table.
+def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
+    """Reflect policy vectors ``(..., k * cells)``: each ID's block by the table.
 
     ``out[..., id * cells + reflect(e)] = in[..., id * cells + e]``; the reflection is an
     involution, so that is a gather with the same table.
@@ -117,8 +113,4 @@ def reflect_policy(rules: Rules, policy: Any) -> Any:
     if shape[-1] != k * cells:
         raise ValueError(f"policy has length {shape[-1]}, the rules need k * cells = {k * cells}")
     blocks = policy.reshape(*shape[:-1], k, cells)
-    if isinstance(policy, np.ndarray):
-        return blocks[..., table].reshape(shape)
-    import torch  # only reached with a tensor, so torch is there
-
-    return blocks.index_select(-1, torch.from_numpy(table.copy()).to(policy.device)).reshape(shape)
+    return blocks[..., table].reshape(shape)

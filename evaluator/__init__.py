@@ -1,6 +1,4 @@
-"""Evaluation: arena matches under the seed's protocol, gating, and the Elo ladder.
-
-The arena (``evaluator.arena``) plays any two players against each other with random opening
-moves and alternating sides. Gating (55% over complete pairs of games, optional SPRT) and the Elo
-ladder anchored at ``greedy`` = 0 will live here too.
-"""
+"""Evaluation: matches between any players under the seed's protocol (``arena``, batched
+where they search), the 55% gate (``gating``), the Elo ladder (``elo``), promotions of a new
+best model (``promotion``) and the Ray service that runs them (``service``), configured by
+``config``."""

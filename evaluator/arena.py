@@ -23,6 +23,7 @@ import numpy as np
 from ccengine.engines import new_state, state_class
 from ccengine.players import Player, make_player
 from ccengine.rules import Rules
+from learner import network_player  # noqa: F401 - registers the mcts SPEC
 
 __all__ = [
     "GameRecord",

@@ -45,7 +45,9 @@ from ccengine.engines import new_state
 from ccengine.players import Player, make_player, parse_spec
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, Evaluator, SearchConfig, UniformEvaluator
-from evaluator.arena import GameRecord, MatchResult, _MatchSpec, a_seat_of, game_seeds, opening_move, summarize
+from learner.model_files import resolve_model_source
+
+from .arena import GameRecord, MatchResult, _MatchSpec, a_seat_of, game_seeds, opening_move, summarize
 
 __all__ = [
     "SearchSide",
@@ -127,10 +129,8 @@ class SpecSide:
             if not model:
                 side = search_side(UniformEvaluator(), simulations=sims, history=1, c_puct=c, name=self.name)
             else:
-                from ccengine.search_player import resolve_model
-
                 side = network_side(
-                    rules, resolve_model(rules, model), simulations=sims, c_puct=c,
+                    rules, resolve_model_source(rules, model), simulations=sims, c_puct=c,
                     device=str(options.get("device", "cpu")), name=self.name,
                 )
         else:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.promotion import atomic_write_text
+from learner.run_files import atomic_write_text
 
 __all__ = ["EloLadder", "MatchRecord", "Rating", "elo_from_score", "score_from_elo"]
 

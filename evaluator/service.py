@@ -19,16 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import encoding_for
-from hopzero.config import TrainConfig
-from hopzero.logs import configure_logging
-from hopzero.metrics import Metrics
-from hopzero.rundir import RunDir
+from ccengine.rules import Rules
+from ccengine.search import SearchConfig
+from learner.logs import configure_logging
+from learner.metrics import Metrics
+from learner.model import NetworkConfig
+from learner.run_files import append_jsonl, read_best, read_jsonl
 
 from .batched_arena import network_side, play_batched_match
+from .config import EvaluationConfig
 from .elo import EloLadder
 from .gating import Gate
-from .promotion import promote, read_best
+from .promotion import promote
 
 __all__ = ["EvaluatorService"]
 
@@ -38,28 +40,39 @@ log = logging.getLogger("hopzero.evaluator")
 class EvaluatorService:
     """See the module docstring."""
 
-    def __init__(self, config: dict[str, Any], run_dir: str, registry: Any) -> None:
-        from learner.model import NetConfig
-
+    def __init__(
+        self,
+        *,
+        rules: Rules,
+        network: NetworkConfig,
+        search: SearchConfig,
+        evaluation: EvaluationConfig,
+        seed: int,
+        config_hash: str,
+        run_dir: str,
+        registry: Any,
+    ) -> None:
+        """``rules``: the game's own rules (evaluation never plays the training games' options);
+        ``search``: the run's search, whose exploration constant the evaluation games and the
+        model files keep."""
         configure_logging()
-        self.cfg = TrainConfig.from_dict(config)
-        self.rundir = RunDir(run_dir)
+        self.run_dir = Path(run_dir)
         self.registry = registry
-        self.rules = self.cfg.game_rules()
-        self.encoding = encoding_for(self.rules, self.cfg.network.encoding, history=self.cfg.network.history)
-        self.net_config = NetConfig.for_rules(self.rules, self.encoding.in_planes, self.cfg.network.size)
-        elo_path = self.rundir.path / "elo.json"
+        self.rules, self.network, self.evaluation = rules, network, evaluation
+        self.c_puct, self.seed, self.config_hash = search.c_puct, seed, config_hash
+        self.net_config = network.net_config(rules)
+        elo_path = self.run_dir / "elo.json"
         self.ladder = EloLadder.load(elo_path) if elo_path.is_file() else EloLadder(anchor="greedy")
         self.metrics = Metrics()
         self._stop = threading.Event()
         self._judged = -1  # newest candidate version gated
         self._measured = -1  # best version last measured against greedy
         self._matches = 0
-        best = read_best(self.rundir.path, verify=False)
+        best = read_best(self.run_dir, verify=False)
         self._recorded_best = -1 if best is None else int(best.version)
         self.last_gate: dict[str, Any] | None = None
         self.vs_greedy: dict[str, Any] | None = None
-        for e in self.rundir.read_jsonl("evaluations.jsonl"):  # a restarted evaluator reports as before
+        for e in read_jsonl(self.run_dir / "evaluations.jsonl"):  # a restarted evaluator reports as before
             if e.get("kind") == "greedy":
                 self.vs_greedy, self._measured = e, int(e["version"])
             elif e.get("kind") == "gate":
@@ -102,28 +115,28 @@ class EvaluatorService:
             self.rules,
             model,
             net_config=self.net_config,
-            encoding=self.cfg.network.encoding,
-            history=self.cfg.network.history,
-            simulations=self.cfg.evaluation.simulations,
-            c_puct=self.cfg.search.c_puct,
+            encoding=self.network.encoding,
+            history=self.network.history,
+            simulations=self.evaluation.simulations,
+            c_puct=self.c_puct,
             threads=1,
             name=name,
         )
 
     def _seed(self) -> int:
         self._matches += 1
-        return int(np.random.SeedSequence([self.cfg.seed, 7, self._matches, time.time_ns()]).generate_state(1)[0])
+        return int(np.random.SeedSequence([self.seed, 7, self._matches, time.time_ns()]).generate_state(1)[0])
 
     def _gate(self, candidate: tuple[int, dict[str, np.ndarray]], best: tuple[int, dict[str, np.ndarray]]) -> None:
         (cv, cw), (bv, bw) = candidate, best
-        gate = Gate(self.cfg.evaluation.gate)
+        gate = Gate(self.evaluation.gate)
         match = play_batched_match(
             self.rules,
             self._side(cw, f"v{cv}"),
             self._side(bw, f"v{bv}"),
             games=gate.config.games,
             seed=self._seed(),
-            parallel=self.cfg.evaluation.parallel_games,
+            parallel=self.evaluation.parallel_games,
             on_game=lambda pair, game, result: gate.record(pair, game, result),
             should_stop=lambda: gate.finished or self._stop.is_set(),
         )
@@ -135,9 +148,9 @@ class EvaluatorService:
             "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
             "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
             "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
-            "simulations": self.cfg.evaluation.simulations,
+            "simulations": self.evaluation.simulations,
         }
-        self.rundir.append("evaluations.jsonl", entry)
+        append_jsonl(self.run_dir / "evaluations.jsonl", entry)
         self.last_gate = entry
         self.metrics.set("hopzero_gate_score", float(result.score))
         self.metrics.inc("hopzero_gate_games", result.games)
@@ -152,11 +165,11 @@ class EvaluatorService:
 
         model = PolicyValueNet(self.net_config)
         load_weights_into(model, weights)
-        path = self.rundir.path / "models" / f"model-{version:010d}.pt"
+        path = self.run_dir / "models" / f"model-{version:010d}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        info = {"encoding": self.cfg.network.encoding, "history": self.cfg.network.history,
-                "preset": self.cfg.preset, "version": int(version), "config_hash": self.cfg.hash(),
-                "c_puct": self.cfg.search.c_puct}  # players search the network as it was trained
+        info = {"encoding": self.network.encoding, "history": self.network.history,
+                "preset": self.rules.name, "version": int(version), "config_hash": self.config_hash,
+                "c_puct": self.c_puct}  # players search the network as it was trained
         save_net(model, path, input=info)
         return path
 
@@ -164,7 +177,7 @@ class EvaluatorService:
         """The stage-1 network (or a best restored by the driver) gets its file and pointer."""
         path = self._write_model(version, weights)
         expect = "" if self._recorded_best < 0 else self._recorded_best
-        promote(self.rundir.path, version, path, score=0.0, games=0, expect_current=expect)
+        promote(self.run_dir, version, path, score=0.0, games=0, expect_current=expect)
         self._recorded_best = version
         self.metrics.set("hopzero_best_version", version)
 
@@ -172,7 +185,7 @@ class EvaluatorService:
         import ray
 
         path = self._write_model(version, weights)
-        promote(self.rundir.path, version, path, score=score, games=games, expect_current=expect)
+        promote(self.run_dir, version, path, score=score, games=games, expect_current=expect)
         self._recorded_best = version  # the file and pointer first, then the actors switch
         ray.get(self.registry.promote.remote(version, weights))
         self.metrics.inc("hopzero_promotions")
@@ -180,7 +193,7 @@ class EvaluatorService:
         log.info("promoted v%d (score %.3f over %d games)", version, score, games)
 
     def _against_greedy(self, version: int, weights: dict[str, np.ndarray]) -> None:
-        cfg = self.cfg.evaluation
+        cfg = self.evaluation
         match = play_batched_match(
             self.rules,
             self._side(weights, f"v{version}"),
@@ -195,7 +208,7 @@ class EvaluatorService:
         self._measured = version
         name = f"v{version}"
         self.ladder.record_match(match, a=name, b="greedy")
-        self.ladder.save(self.rundir.path / "elo.json")
+        self.ladder.save(self.run_dir / "elo.json")
         elo = self.ladder.ratings().get(name, 0.0)
         score = (match.a_wins + 0.5 * match.draws) / match.games
         entry = {
@@ -203,7 +216,7 @@ class EvaluatorService:
             "draws": match.draws, "losses": match.b_wins, "games": match.games, "elo": elo,
             "simulations": cfg.simulations, "mean_plies": match.mean_plies,
         }
-        self.rundir.append("evaluations.jsonl", entry)
+        append_jsonl(self.run_dir / "evaluations.jsonl", entry)
         self.vs_greedy = entry
         self.metrics.set("hopzero_winrate_vs_greedy", score)
         self.metrics.set("hopzero_elo", elo)

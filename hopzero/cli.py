@@ -38,6 +38,7 @@ from ccengine.players import PlayerSpecError, make_player
 from ccengine.reference import IllegalMoveError
 from ccengine.reference import perft as reference_perft
 from ccengine.rules import Rules, RulesError, preset
+from learner import network_player  # noqa: F401 - registers the mcts SPEC
 
 __all__ = ["CliError", "build_parser", "main"]
 

@@ -20,9 +20,12 @@ from typing import Any
 
 import yaml
 
+from actors.config import SelfPlayConfig, StageOneConfig
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.search import SearchConfig
-from evaluator.gating import GateConfig
+from evaluator.config import EvaluationConfig
+from learner.model import NetworkConfig
+from learner.replay.config import ReplayConfig
 from learner.training import LearnerConfig
 
 __all__ = [
@@ -43,97 +46,6 @@ CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper")
 
 class ConfigError(ValueError):
     """An unknown configuration name or key, or a value of the wrong kind."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class NetworkConfig:
-    """Which network plays: ``learner.model`` sizes and ``ccengine.encoding`` inputs."""
-
-    size: str = "fast"
-    """``paper`` (the seed's 9 bottleneck blocks, 247,386 parameters on 49 cells), ``fast``
-    (4 narrower blocks, padded stem: our default) or ``tiny`` (tests)."""
-    encoding: str = "general"
-    """``paper`` (the seed's 7 planes) or ``general`` (side-to-move view, piece-ID planes)."""
-    history: int = 3
-    """States of history in the input (paper: 3)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SelfPlayConfig:
-    """The self-play actors (stage 2 of the paper)."""
-
-    actors: int = 0
-    """Number of actors; 0 = as many as Ray's CPUs allow after the learner and evaluator."""
-    actor_cpus: float = 1.0
-    """Ray CPUs each actor asks for (fractional on a small box so everything is scheduled)."""
-    games_per_actor: int = 32
-    """Concurrent games per actor, searched in one batch (paper: 1 game per process)."""
-    resign_threshold: float = 0.0
-    """Resign when the root value stays below ``-resign_threshold`` (0 = never; paper: never)."""
-    resign_playout_fraction: float = 0.1
-    """Share of games that never resign, to measure how often resigning would be wrong."""
-    rules: dict[str, Any] = field(default_factory=dict)
-    """Rule options changed for the training games only (stage 1 and self-play), on top of the
-    game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
-    side advanced instead of as a draw, so that self-play learns to race (the paper's soft move
-    limit). Evaluation (gate, greedy, Elo) always plays the game's own rules."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StageOneConfig:
-    """The paper's stage 1: supervised pretraining on greedy self-play (section 3.5)."""
-
-    enabled: bool = True
-    """Off = tabula rasa (then use the rules' ``progress_limit`` and distance adjudication)."""
-    games: int = 15_000
-    """Greedy self-play games in total (paper: "15,000 new games per iteration"; we read it as
-    the total of one generation pass, see docs/TRAINING.md)."""
-    start_mix: tuple[int, int, int] = (5, 3, 2)
-    """Random starting positions : random initial moves : normal starts (paper: 5:3:2)."""
-    random_moves: int = 3
-    """Random initial moves per side in the "random initial moves" games (paper: 3)."""
-    keep_fraction: float = 0.04
-    """Share of positions kept, to break correlations (paper: 3-5%)."""
-    steps: int = 3000
-    """Learner steps on stage-1 data before self-play starts."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReplayConfig:
-    """The replay buffer (learner/replay.py, docs/REPLAY.md)."""
-
-    backend: str = "memory"
-    """``memory`` (in-process, held by a Ray actor: the embedded default) or ``redis``."""
-    redis_url: str = ""
-    """``redis://host:port/db``; empty with backend ``redis`` starts a local ``redis-server``."""
-    window_positions: int = 200_000
-    """Sliding window, in positions (paper: the last episode's ~7,000 examples)."""
-    min_positions: int = 2_000
-    """Warm-up: no training until the window holds this many positions."""
-    samples_per_insert: float = 8.0
-    """Positions sampled per position inserted (Reverb's ratio limiter)."""
-    error_buffer: int = 8192
-    """Slack of the ratio limiter, in samples."""
-    value_target: str = "z"
-    """``z`` (game outcome; paper) or ``zq`` (mean of outcome and root value)."""
-    augment: bool = True
-    """Random reflection of each sample (paper: the data set doubled by reflection)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvaluationConfig:
-    """The evaluator: gating candidate against best, win rate against greedy, Elo."""
-
-    gate: GateConfig = field(default_factory=GateConfig)
-    """The 55% gate (evaluator/gating.py)."""
-    simulations: int = 175
-    """Simulations per move in evaluation games (paper: 175 in play, 180 in its tests)."""
-    parallel_games: int = 32
-    """Games searched together in one batch."""
-    greedy_games: int = 100
-    """Games against ``greedy`` after each promotion (paper protocol; paper: 300 at the end)."""
-    candidate_every_steps: int = 500
-    """Learner steps between candidates sent to the gate."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@
       run.json            run id, preset, config name and hash, versions, start time
       checkpoints/        learner checkpoints (newest few; atomic)
       models/             networks promoted to best (model-<version>.pt, network files)
-      best.json           the current best model (atomic pointer; evaluator/promotion.py)
+      best.json           the current best model (atomic pointer; learner/run_files.py)
       promotions.jsonl    every promotion
       evaluations.jsonl   every gating match and every match against greedy
       metrics.jsonl       the driver's progress snapshots
@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from hopzero.config import ConfigError, TrainConfig
+from learner.run_files import append_jsonl, read_jsonl
 
 __all__ = ["RunDir"]
 
@@ -73,21 +74,11 @@ class RunDir:
 
     def append(self, name: str, record: dict[str, Any]) -> None:
         """Append one JSON line to ``name`` (metrics.jsonl, evaluations.jsonl)."""
-        with open(self.path / name, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        append_jsonl(self.path / name, record)
 
     def read_jsonl(self, name: str) -> list[dict[str, Any]]:
         """The records of a JSONL log (a torn last line is skipped)."""
-        path = self.path / name
-        if not path.is_file():
-            return []
-        out = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return out
+        return read_jsonl(self.path / name)
 
     def _write_atomic(self, name: str, text: str) -> None:
         tmp = self.path / f".{name}.tmp"

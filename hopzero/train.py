@@ -97,7 +97,7 @@ def train(
     import ray
 
     from hopzero.registry import ModelRegistry
-    from hopzero.replay_link import ReplayLink
+    from learner.replay import ReplayLink
     from learner.records import versions_now
 
     # Absolute: the components run in other processes with other working directories.
@@ -182,28 +182,41 @@ class _System:
         from learner.service import LearnerService
 
         self.config, self.rundir, self.out, self.place = config, rundir, out, place
-        cfg_dict = config.to_dict()
         run_dir = str(rundir.path)
         self.registry = registry
         _restore_best(rundir, registry)
+        training_rules, config_hash = config.training_rules(), config.hash()
         # Named actors (RUN_ID-learner, RUN_ID-evaluator, RUN_ID-actor-I): tools and tests can
-        # find them with ray.get_actor; max_restarts=-1: Ray restarts any that dies.
+        # find them with ray.get_actor; max_restarts=-1: Ray restarts any that dies. Each gets
+        # its own sections of the config, small enough to travel inline with the actor's spec.
         prefix = link.run_id
         self.learner = ray.remote(LearnerService).options(
             name=f"{prefix}-learner", num_cpus=place.learner_cpus, num_gpus=place.learner_gpus,
             resources=dict(place.learner_resources), max_concurrency=2, max_restarts=-1,
-        ).remote(cfg_dict, run_dir, link, registry)
+        ).remote(
+            rules=training_rules, network=config.network, learner=config.learner, replay_config=config.replay,
+            stage1_steps=config.stage1.steps if config.stage1.enabled else 0,
+            candidate_every_steps=config.evaluation.candidate_every_steps, seed=config.seed,
+            run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry,
+        )
         self.evaluator = ray.remote(EvaluatorService).options(
             name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
             scheduling_strategy=_on_driver_node(soft=True),
-        ).remote(cfg_dict, run_dir, registry)
+        ).remote(
+            rules=config.game_rules(), network=config.network, search=config.search, evaluation=config.evaluation,
+            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry,
+        )
         # SPREAD: one node leaving takes as few actors as possible with it; Ray restarts those on
         # the nodes that are left (or on one that joins) and _revive starts their loops again.
         self.actors = [
             ray.remote(SelfPlayService).options(
                 name=f"{prefix}-actor-{i}", num_cpus=place.actor_cpus, max_concurrency=2, max_restarts=-1,
                 scheduling_strategy="SPREAD",
-            ).remote(cfg_dict, f"actor-{i}", i, link, registry, actors=place.actors)
+            ).remote(
+                f"actor-{i}", i, rules=training_rules, network=config.network, search=config.search,
+                selfplay=config.selfplay, stage1=config.stage1, seed=config.seed, config_hash=config_hash,
+                replay=link, registry=registry, actors=place.actors,
+            )
             for i in range(place.actors)
         ]
         self.loops: dict[Any, Any] = {}  # run() object ref -> actor handle
@@ -334,7 +347,7 @@ def _ready_value(ref: Any) -> dict[str, Any]:
 
 def _restore_best(rundir: RunDir, registry: Any) -> None:
     """A resumed run starts from its recorded best model."""
-    from evaluator.promotion import read_best
+    from learner.run_files import read_best
 
     best = read_best(rundir.path)
     if best is None:

@@ -58,6 +58,7 @@ __all__ = [
     "latest_checkpoint",
     "load_checkpoint",
     "restore_rng_state",
+    "trainer_from_checkpoint",
     "rng_state",
     "save_checkpoint",
 ]
@@ -190,10 +191,10 @@ def _check_plain(obj: Any, where: str) -> None:
 
 
 def _versions() -> dict[str, Any]:
-    from hopzero import __version__
+    from importlib import metadata
 
     cuda = torch.version.cuda
-    return {"hopzero": str(__version__), "torch": str(torch.__version__), "numpy": str(np.__version__),
+    return {"hopzero": metadata.version("hopzero"), "torch": str(torch.__version__), "numpy": str(np.__version__),
             "python": platform.python_version(), "cuda": None if cuda is None else str(cuda)}
 
 
@@ -384,3 +385,47 @@ def latest_checkpoint(directory: str | os.PathLike[str]) -> Checkpoint | None:
     warning and the previous one is used; files are not deleted.
     """
     return next(_iter_valid(Path(directory)), None)
+
+
+def trainer_from_checkpoint(
+    source: str | os.PathLike[str] | Any, *, config: LearnerConfig | None = None,
+    device: str | None = None, restore_rng: bool = True,
+) -> Trainer:
+    """A trainer in the state a checkpoint recorded (model, optimiser, scaler, steps, and, with
+    ``restore_rng``, the process's torch/numpy/python random states).
+
+    ``source``: a path or a loaded :class:`Checkpoint`. ``config``
+    replaces the recorded learner config (e.g. a new learning rate); its optimiser must be the
+    recorded one, since the optimiser state is loaded. ``device`` overrides ``config.device``.
+    """
+    ck = source if isinstance(source, Checkpoint) else load_checkpoint(source)
+    cfg = config if config is not None else ck.learner_config
+    if cfg.optimizer != ck.learner_config.optimizer:
+        raise CheckpointError(
+            f"{ck.path}: the checkpoint's optimiser state is {ck.learner_config.optimizer!r}, "
+            f"the new config asks for {cfg.optimizer!r}; start a new Trainer and import_weights "
+            f"instead")
+    trainer = Trainer(ck.net_config, cfg, seed=ck.seed, device=device)
+    # How this process runs the optimiser (fused kernels, foreach) is not the checkpoint's
+    # business: a CUDA run's fused AdamW may resume on a CPU.
+    impl = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
+            for g in trainer.optimizer.param_groups]
+    try:
+        trainer.model.load_state_dict(ck.model_state, strict=True)
+        trainer.optimizer.load_state_dict(ck.optimizer_state)
+    except (RuntimeError, ValueError, KeyError) as e:
+        raise CheckpointError(f"{ck.path}: model or optimiser state does not fit its config: {e}") from e
+    # load_state_dict restores the recorded hyperparameters; the config in force wins.
+    for g, wd, own in zip(trainer.optimizer.param_groups, (cfg.weight_decay, 0.0), impl):
+        g.update(own)
+        g["weight_decay"] = wd
+        if cfg.optimizer == "sgd_nesterov":
+            g["momentum"] = cfg.momentum
+        else:
+            g["betas"] = (cfg.momentum, g["betas"][1])
+    if ck.scaler_state and trainer.scaler.is_enabled():
+        trainer.scaler.load_state_dict(ck.scaler_state)
+    trainer.steps = ck.steps
+    if restore_rng:
+        restore_rng_state(ck.rng)
+    return trainer

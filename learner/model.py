@@ -41,6 +41,7 @@ __all__ = [
     "NET_FORMAT",
     "SIZES",
     "NetConfig",
+    "NetworkConfig",
     "PolicyValueNet",
     "load_net",
     "net_state",
@@ -168,6 +169,27 @@ SIZES: dict[str, dict[str, Any]] = {
     "fast": dict(channels=32, bottleneck=16, blocks=4, stem_padding=1, policy_filters=8),
     "tiny": dict(channels=16, bottleneck=8, blocks=1, stem_padding=1, policy_filters=4, value_hidden=16),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkConfig:
+    """Which network a run trains (the ``network`` section of a run): a size of :data:`SIZES` and
+    a ``ccengine.encoding`` input."""
+
+    size: str = "fast"
+    """``paper`` (the seed's 9 bottleneck blocks, 247,386 parameters on 49 cells), ``fast``
+    (4 narrower blocks, padded stem: our default) or ``tiny`` (tests)."""
+    encoding: str = "general"
+    """``paper`` (the seed's 7 planes) or ``general`` (side-to-move view, piece-ID planes)."""
+    history: int = 3
+    """States of history in the input (paper: 3)."""
+
+    def net_config(self, rules: Any) -> NetConfig:
+        """The network's shape on ``rules`` with this input encoding."""
+        from ccengine.encoding import encoding_for
+
+        planes = encoding_for(rules, self.encoding, history=self.history).in_planes
+        return NetConfig.for_rules(rules, planes, self.size)
 
 
 # ---- modules ----------------------------------------------------------------------------------

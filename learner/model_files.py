@@ -14,6 +14,8 @@ from pathlib import Path
 
 from ccengine.rules import Rules
 
+from .run_files import read_best
+
 __all__ = ["ModelNotFoundError", "resolve_model_source", "shipped_model_path"]
 
 
@@ -42,8 +44,6 @@ def resolve_model_source(rules: Rules, model: str) -> Path:
         return shipped_model_path(rules)
     path = Path(model).expanduser()
     if path.is_dir():
-        from evaluator.promotion import read_best
-
         best = read_best(path)
         if best is None:
             raise ModelNotFoundError(f"run directory {path} has no best model yet (no best.json)")

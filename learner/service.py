@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 
 from ccengine.encoding import encoding_for
-from hopzero.config import TrainConfig
-from hopzero.logs import configure_logging
-from hopzero.metrics import Metrics
-from hopzero.replay_link import ReplayLink
+from ccengine.rules import Rules
 
-from .checkpoint import latest_checkpoint, save_checkpoint
-from .model import NetConfig
-from .replay import RatioLimiter, WindowMirror
-from .training import Trainer, load_weights_into
+from .checkpoint import latest_checkpoint, save_checkpoint, trainer_from_checkpoint
+from .logs import configure_logging
+from .metrics import Metrics
+from .model import NetworkConfig
+from .replay import RatioLimiter, ReplayConfig, ReplayLink, WindowMirror
+from .training import LearnerConfig, Trainer, load_weights_into
 
 __all__ = ["LearnerService"]
 
@@ -38,36 +37,54 @@ log = logging.getLogger("hopzero.learner")
 class LearnerService:
     """Trains the network on the replay window; see the module docstring."""
 
-    def __init__(self, config: dict[str, Any], run_dir: str, replay: ReplayLink, registry: Any) -> None:
+    def __init__(
+        self,
+        *,
+        rules: Rules,
+        network: NetworkConfig,
+        learner: LearnerConfig,
+        replay_config: ReplayConfig,
+        stage1_steps: int,
+        candidate_every_steps: int,
+        seed: int,
+        run_config: dict[str, Any],
+        config_hash: str,
+        run_dir: str,
+        replay: ReplayLink,
+        registry: Any,
+    ) -> None:
+        """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
+        before self-play (0: no stage 1). ``run_config`` and ``config_hash``: the whole run's
+        config as plain data, recorded in every checkpoint."""
         configure_logging()
-        self.cfg = TrainConfig.from_dict(config)
         self.run_dir = Path(run_dir)
         self.registry = registry
-        cfg = self.cfg
-        self.rules = cfg.training_rules()
-        self.encoding = encoding_for(self.rules, cfg.network.encoding, history=cfg.network.history)
-        net_config = NetConfig.for_rules(self.rules, self.encoding.in_planes, cfg.network.size)
+        self.learner_config, self.replay_config = learner, replay_config
+        self.stage1_steps, self.candidate_every_steps = stage1_steps, candidate_every_steps
+        self.run_config, self.config_hash = run_config, config_hash
+        self.rules = rules
+        self.encoding = encoding_for(rules, network.encoding, history=network.history)
         self.checkpoints = self.run_dir / "checkpoints"
         found = latest_checkpoint(self.checkpoints)
         if found is not None:
-            self.trainer = Trainer.from_checkpoint(found, config=cfg.learner)
+            self.trainer = trainer_from_checkpoint(found, config=learner)
             self.stage = int(found.extra.get("stage", 2))
             log.info("learner resumed from %s (step %d, stage %d)", found.path, self.trainer.steps, self.stage)
         else:
-            self.trainer = Trainer(net_config, cfg.learner, seed=cfg.seed)
-            self.stage = 1 if cfg.stage1.enabled else 2
+            self.trainer = Trainer(network.net_config(rules), learner, seed=seed)
+            self.stage = 1 if stage1_steps > 0 else 2
             self._adopt_best()
         self.limiter = self._limiter()
         self.mirror = WindowMirror(
             replay.reader(),
             self.encoding,
-            window_positions=cfg.replay.window_positions,
-            value_target=cfg.replay.value_target,
+            window_positions=replay_config.window_positions,
+            value_target=replay_config.value_target,
             limiter=self.limiter,
         )
         if self.stage == 2:
             self.mirror.min_model_version = 1
-        self.rng = np.random.default_rng([cfg.seed, self.trainer.steps])
+        self.rng = np.random.default_rng([seed, self.trainer.steps])
         self.metrics = Metrics()
         self._stop = threading.Event()
         self._last: dict[str, float] = {}
@@ -77,7 +94,7 @@ class LearnerService:
         self._exported: dict[str, float] = {}  # counter totals already exported, by series
 
     def _limiter(self) -> RatioLimiter | None:
-        r = self.cfg.replay
+        r = self.replay_config
         if self.stage == 1:
             return None  # stage-1 data comes far faster than it can be learned: no ratio to keep
         return RatioLimiter(r.samples_per_insert, min_size_to_sample=r.min_positions, error_buffer=r.error_buffer)
@@ -93,7 +110,7 @@ class LearnerService:
             raise
 
     def _run(self) -> None:
-        cfg = self.cfg
+        replay, batch_size = self.replay_config, self.learner_config.batch_size
         if self.stage == 2 and self.trainer.steps > 0:
             self._publish_candidate()  # a restarted learner offers what it has
         window_start = time.perf_counter()
@@ -104,15 +121,15 @@ class LearnerService:
             if time.perf_counter() >= export_at:  # also while waiting: the buffer's filling shows
                 self._export_metrics()
                 export_at = time.perf_counter() + 5.0
-            if self.mirror.size < min(cfg.replay.min_positions, cfg.replay.window_positions):
+            if self.mirror.size < min(replay.min_positions, replay.window_positions):
                 time.sleep(0.05)
                 continue
-            batch = self.mirror.try_sample(cfg.learner.batch_size, self.rng, augment=cfg.replay.augment)
+            batch = self.mirror.try_sample(batch_size, self.rng, augment=replay.augment)
             if batch is None:
                 time.sleep(0.02)  # the ratio limiter says: wait for self-play
                 continue
             self._last = self.trainer.step(batch)
-            self._sampled += cfg.learner.batch_size
+            self._sampled += batch_size
             self._after_step()
             now = time.perf_counter()
             if now - window_start >= 5.0:
@@ -121,11 +138,10 @@ class LearnerService:
         self.checkpoint()
 
     def _after_step(self) -> None:
-        cfg = self.cfg
         steps = self.trainer.steps
-        if self.stage == 1 and steps >= cfg.stage1.steps:
+        if self.stage == 1 and steps >= self.stage1_steps:
             self._finish_stage1()
-        elif self.stage == 2 and steps % cfg.evaluation.candidate_every_steps == 0:
+        elif self.stage == 2 and steps % self.candidate_every_steps == 0:
             self._publish_candidate()
         if self.trainer.checkpoint_due:
             self.checkpoint()
@@ -164,7 +180,7 @@ class LearnerService:
 
     def checkpoint(self) -> Path:
         """Write a checkpoint now (atomic; the newest few are kept)."""
-        extra = {"stage": self.stage, "config": self.cfg.to_dict(), "config_hash": self.cfg.hash()}
+        extra = {"stage": self.stage, "config": self.run_config, "config_hash": self.config_hash}
         return save_checkpoint(self.checkpoints, self.trainer, extra)
 
     def stop(self) -> None:
@@ -197,7 +213,7 @@ class LearnerService:
         for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2")):
             m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
         m.set("hopzero_replay_window_positions", self.mirror.size)
-        m.set("hopzero_replay_window_capacity", self.cfg.replay.window_positions)
+        m.set("hopzero_replay_window_capacity", self.replay_config.window_positions)
         self._inc_to("hopzero_learner_steps", self.trainer.steps)
         self._inc_to("hopzero_replay_inserted", self._inserted)
         self._inc_to("hopzero_replay_sampled", self._sampled)

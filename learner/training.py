@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -318,7 +317,7 @@ class Trainer:
     """One network, its optimiser and its step count; :meth:`step` trains on one batch.
 
     ``steps`` is the number of batches trained on and doubles as the weights' version.
-    Resuming: :meth:`from_checkpoint` (see ``learner.checkpoint``); on CPU a resumed run
+    Resuming: :func:`learner.checkpoint.trainer_from_checkpoint`; on CPU a resumed run
     continues bit for bit (same losses as an uninterrupted run on the same batches).
     """
 
@@ -433,51 +432,3 @@ class Trainer:
         """Replace the model's weights (e.g. a stage-1 network at the start of stage 2); the
         optimiser state and step count are kept."""
         load_weights_into(self.model, arrays)
-
-    # ---- resume -------------------------------------------------------------------------------
-
-    @classmethod
-    def from_checkpoint(
-        cls, source: str | os.PathLike[str] | Any, *, config: LearnerConfig | None = None,
-        device: str | None = None, restore_rng: bool = True,
-    ) -> Trainer:
-        """A trainer in the state a checkpoint recorded (model, optimiser, scaler, steps, and, with
-        ``restore_rng``, the process's torch/numpy/python random states).
-
-        ``source``: a path or a loaded :class:`learner.checkpoint.Checkpoint`. ``config``
-        replaces the recorded learner config (e.g. a new learning rate); its optimiser must be the
-        recorded one, since the optimiser state is loaded. ``device`` overrides ``config.device``.
-        """
-        from learner.checkpoint import Checkpoint, CheckpointError, load_checkpoint, restore_rng_state
-
-        ck = source if isinstance(source, Checkpoint) else load_checkpoint(source)
-        cfg = config if config is not None else ck.learner_config
-        if cfg.optimizer != ck.learner_config.optimizer:
-            raise CheckpointError(
-                f"{ck.path}: the checkpoint's optimiser state is {ck.learner_config.optimizer!r}, "
-                f"the new config asks for {cfg.optimizer!r}; start a new Trainer and import_weights "
-                f"instead")
-        trainer = cls(ck.net_config, cfg, seed=ck.seed, device=device)
-        # How this process runs the optimiser (fused kernels, foreach) is not the checkpoint's
-        # business: a CUDA run's fused AdamW may resume on a CPU.
-        impl = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
-                for g in trainer.optimizer.param_groups]
-        try:
-            trainer.model.load_state_dict(ck.model_state, strict=True)
-            trainer.optimizer.load_state_dict(ck.optimizer_state)
-        except (RuntimeError, ValueError, KeyError) as e:
-            raise CheckpointError(f"{ck.path}: model or optimiser state does not fit its config: {e}") from e
-        # load_state_dict restores the recorded hyperparameters; the config in force wins.
-        for g, wd, own in zip(trainer.optimizer.param_groups, (cfg.weight_decay, 0.0), impl):
-            g.update(own)
-            g["weight_decay"] = wd
-            if cfg.optimizer == "sgd_nesterov":
-                g["momentum"] = cfg.momentum
-            else:
-                g["betas"] = (cfg.momentum, g["betas"][1])
-        if ck.scaler_state and trainer.scaler.is_enabled():
-            trainer.scaler.load_state_dict(ck.scaler_state)
-        trainer.steps = ck.steps
-        if restore_rng:
-            restore_rng_state(ck.rng)
-        return trainer

@@ -21,6 +21,7 @@ from learner.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
     save_checkpoint,
+    trainer_from_checkpoint,
 )
 from learner.model import NetConfig, PolicyValueNet, save_net
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
@@ -95,7 +96,7 @@ def test_resume_equals_uninterrupted(tmp_path, name):
     got = [first.step(BATCHES[i]) for i in range(4)]
     path = save_checkpoint(tmp_path, first, {})
     del first  # the "crash"
-    resumed = Trainer.from_checkpoint(path)
+    resumed = trainer_from_checkpoint(path)
     assert resumed.steps == 4
     got += [resumed.step(BATCHES[i]) for i in range(4, 8)]
     assert got == expected  # every loss, norm and rate, exactly
@@ -113,7 +114,7 @@ def test_resume_restores_random_states(tmp_path):
     torch.manual_seed(0)
     np.random.seed(0)
     random.seed(0)
-    Trainer.from_checkpoint(path)
+    trainer_from_checkpoint(path)
     got = (torch.rand(2), np.random.random(), random.random())
     assert torch.equal(got[0], expected[0]) and got[1:] == expected[1:]
 
@@ -121,12 +122,12 @@ def test_resume_restores_random_states(tmp_path):
 def test_resume_with_new_settings(tmp_path):
     path = saved(tmp_path)
     lower = dataclasses.replace(CONFIGS["paper"], lr=1e-5, momentum=0.5)
-    t = Trainer.from_checkpoint(path, config=lower)
+    t = trainer_from_checkpoint(path, config=lower)
     assert t.config == lower and t.steps == 3
     assert {g["momentum"] for g in t.optimizer.param_groups} == {0.5}
     assert t.step(BATCHES[0])["lr"] == 1e-5
     with pytest.raises(CheckpointError, match="optimiser state is 'sgd_nesterov'"):
-        Trainer.from_checkpoint(path, config=CONFIGS["adamw"])
+        trainer_from_checkpoint(path, config=CONFIGS["adamw"])
 
 
 def test_keeps_the_last_k(tmp_path):
@@ -138,7 +139,7 @@ def test_keeps_the_last_k(tmp_path):
     save_checkpoint(tmp_path, t, keep=1)
     assert len(checkpoint_paths(tmp_path)) == 1
     # Resumed from an older state: the new file is kept beside the newest other.
-    t5 = Trainer.from_checkpoint(tmp_path / "checkpoint-0000000005.pt")
+    t5 = trainer_from_checkpoint(tmp_path / "checkpoint-0000000005.pt")
     t5.steps = 2
     save_checkpoint(tmp_path, t5, keep=2)
     assert [p.name for p in checkpoint_paths(tmp_path)] == ["checkpoint-0000000005.pt", "checkpoint-0000000002.pt"]
@@ -299,6 +300,6 @@ def test_resume_from_latest_after_crash(tmp_path):
             save_checkpoint(tmp_path, t, {"replay_cursor": i})
     ck = latest_checkpoint(tmp_path)
     assert ck.steps == 4 and ck.extra == {"replay_cursor": 3}
-    r = Trainer.from_checkpoint(ck)
-    assert r.step(BATCHES[4]) == Trainer.from_checkpoint(ck.path).step(BATCHES[4])
+    r = trainer_from_checkpoint(ck)
+    assert r.step(BATCHES[4]) == trainer_from_checkpoint(ck.path).step(BATCHES[4])
     assert os.path.basename(str(ck.path)) == "checkpoint-0000000004.pt"

@@ -368,13 +368,3 @@ def test_policy_reflection_follows_the_moves(name):
     ridx = enc.move_indices(reflect_pieces(rules, current), reflect_moves(rules, legal), tracker.to_move)
     np.testing.assert_array_equal(reflected[ridx], policy[idx])
     assert reflected.sum() == policy.sum()
-
-
-def test_torch_reflection_matches_numpy():
-    torch = pytest.importorskip("torch")
-    rules = preset("cc49")
-    planes = np.random.default_rng(0).random((2, 14, 7, 7)).astype(np.float32)
-    policy = np.random.default_rng(1).random((2, 294)).astype(np.float32)
-    np.testing.assert_array_equal(reflect_planes(torch.from_numpy(planes)).numpy(), reflect_planes(planes))
-    reflected = reflect_policy(rules, torch.from_numpy(policy)).numpy()
-    np.testing.assert_array_equal(reflected, reflect_policy(rules, policy))

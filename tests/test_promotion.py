@@ -6,15 +6,8 @@ import os
 import pytest
 
 from evaluator import promotion
-from evaluator.promotion import (
-    BEST_FILE,
-    HISTORY_FILE,
-    PromotionError,
-    promote,
-    promotion_history,
-    read_best,
-    sha256_file,
-)
+from evaluator.promotion import HISTORY_FILE, promote, promotion_history
+from learner.run_files import BEST_FILE, PromotionError, read_best, sha256_file
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from learner.records import GameRecord
 from learner.replay import Backoff, RatioLimiter, WindowMirror
 
 redis = pytest.importorskip("redis")
-from learner.replay_redis import ForeignRunError, RedisReplay, connect  # noqa: E402
+from learner.replay.redis_stream import ForeignRunError, RedisReplay, connect  # noqa: E402
 from replay_helpers import random_game_record  # noqa: E402
 
 REDIS_SERVER = shutil.which("redis-server")

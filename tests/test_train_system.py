@@ -172,24 +172,22 @@ def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray,
 def test_a_learner_without_checkpoints_adopts_the_registrys_best(local_ray, tmp_path):
     """Its node replaced (checkpoints gone), a learner must not train stage 1 again and put a
     weaker network in as the best: it continues from the best model, in stage 2."""
-    from ccengine.encoding import encoding_for
     from hopzero.registry import ModelRegistry
-    from hopzero.replay_link import ReplayLink
-    from learner.model import NetConfig
-    from learner.replay import MemoryReplay
+    from learner.replay import MemoryReplay, ReplayLink
     from learner.service import LearnerService
     from learner.training import Trainer
 
     config = tiny_config(1.0)
-    rules = config.game_rules()
-    encoding = encoding_for(rules, config.network.encoding, history=config.network.history)
-    net = NetConfig.for_rules(rules, encoding.in_planes, config.network.size)
-    _, weights = Trainer(net, config.learner, seed=9).export_weights()
+    rules = config.training_rules()
+    _, weights = Trainer(config.network.net_config(rules), config.learner, seed=9).export_weights()
     registry = ray.remote(ModelRegistry).remote()
     ray.get(registry.set_best.remote(700, weights))
     store = ray.remote(MemoryReplay).remote("adopt")
     learner = ray.remote(LearnerService).remote(
-        config.to_dict(), str(tmp_path), ReplayLink("memory", "adopt", store=store), registry
+        rules=rules, network=config.network, learner=config.learner, replay_config=config.replay,
+        stage1_steps=config.stage1.steps, candidate_every_steps=config.evaluation.candidate_every_steps,
+        seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(tmp_path),
+        replay=ReplayLink("memory", "adopt", store=store), registry=registry,
     )
     stats = ray.get(learner.stats.remote())
     assert (stats["stage"], stats["steps"]) == (2, 700)

@@ -42,8 +42,9 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from .records import GameRecord, encode_record
-from .replay import Backoff, Clock, _often, _ReaderBase
+from learner.records import GameRecord, encode_record
+
+from .reader_base import Backoff, Clock, ReaderBase, log_often
 
 __all__ = ["ForeignRunError", "RedisReplay", "connect"]
 
@@ -105,7 +106,7 @@ def _text(v: Any) -> str:
     return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
 
 
-class RedisReplay(_ReaderBase):
+class RedisReplay(ReaderBase):
     """Writer (actors) and reader (learner) of one run's records in Redis.
 
     Each instance has its own read cursor; actors only ``add``, the learner only ``poll``.
@@ -154,7 +155,7 @@ class RedisReplay(_ReaderBase):
     def _down(self, what: str, exc: Exception) -> None:
         self.connection_errors += 1
         delay = self.backoff.failed()
-        if _often(self.backoff.failures):
+        if log_often(self.backoff.failures):
             log.warning("replay: Redis unreachable during %s (%s: %s); retry in %.2fs (failure %d)",
                         what, type(exc).__name__, exc, delay, self.backoff.failures)
 
@@ -179,7 +180,7 @@ class RedisReplay(_ReaderBase):
         if len(self._pending) >= self.pending_max:
             self._pending.popleft()
             self.dropped += 1
-            if _often(self.dropped):
+            if log_often(self.dropped):
                 log.warning("replay: pending queue full while Redis is away: %d records dropped", self.dropped)
         self._pending.append(bytes(data))
         self.send()

@@ -10,44 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from learner.records import GameRecord, encode_record
-from learner.replay import MemoryReader, ReplayReader
+from .memory import MemoryReader, StoreProxy, StoreWriter
+from .protocols import ReplayReader, ReplayWriter
 
-__all__ = ["ReplayLink", "StoreProxy"]
-
-
-class StoreProxy:
-    """A ``MemoryReplay`` Ray actor seen as a local store (what ``MemoryReader`` expects)."""
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-
-    def _call(self, method: str, *args: Any) -> Any:
-        import ray
-
-        return ray.get(getattr(self.handle, method).remote(*args))
-
-    def run_id(self) -> str:
-        return self._call("run_id")
-
-    def incarnation(self) -> str:
-        return self._call("incarnation")
-
-    def read_since(self, cursor: int, max_items: int) -> tuple[int, list[bytes]]:
-        return self._call("read_since", cursor, max_items)
-
-    def stats(self) -> dict[str, Any]:
-        return self._call("stats")
-
-
-class _StoreWriter:
-    """Fire-and-forget writes into the store actor (Ray keeps them in order per caller)."""
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-
-    def add(self, record: GameRecord) -> None:
-        self.handle.add_encoded.remote(encode_record(record))
+__all__ = ["ReplayLink"]
 
 
 class ReplayLink:
@@ -65,10 +31,10 @@ class ReplayLink:
         self.store = store
         self.redis_url = redis_url
 
-    def writer(self) -> Any:
-        """Something with ``add(record)``."""
+    def writer(self) -> ReplayWriter:
+        """The writer an actor adds its finished games to."""
         if self.backend == "memory":
-            return _StoreWriter(self.store)
+            return StoreWriter(self.store)
         return self._redis()
 
     def reader(self) -> ReplayReader:
@@ -78,6 +44,6 @@ class ReplayLink:
         return self._redis()
 
     def _redis(self) -> Any:
-        from learner.replay_redis import RedisReplay
+        from .redis_stream import RedisReplay  # the redis package only where Redis is used
 
         return RedisReplay(self.redis_url, run_id=self.run_id)

@@ -1,0 +1,279 @@
+"""The learner's local window: the newest trainable positions in ring arrays, sampled into batches."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ccengine.encoding import Encoding
+from ccengine.rules import Rules, RulesError
+from ccengine.symmetry import reflect_planes, reflect_policy
+from learner.records import GameRecord
+
+from .limiter import RatioLimiter
+from .protocols import ReplayReader
+from .reader_base import log_often
+
+__all__ = ["Batch", "WindowMirror"]
+
+log = logging.getLogger("learner.replay")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One training batch, ready for the network (``B`` positions)."""
+
+    planes: np.ndarray
+    """float32 ``[B, C, n, n]``: the encoding's input, reflected where ``reflected``."""
+    policy: np.ndarray
+    """float32 ``[B, policy_size]``: dense search distribution in the network's frame."""
+    value: np.ndarray
+    """float32 ``[B]``: value target from the mover's view (z, or (z + q) / 2)."""
+    weight: np.ndarray
+    """float32 ``[B]``: per-position loss weight (1 unless the record carried weights)."""
+    reflected: np.ndarray
+    """bool ``[B]``: which samples were reflected."""
+    index: np.ndarray
+    """int64 ``[B]``: the positions' serial numbers in the window (for tests and metrics)."""
+
+
+class WindowMirror:
+    """The learner's local copy of the newest ``window_positions`` trainable positions.
+
+    Storage per position (ring arrays, preallocated): its piece lists with ``history`` states
+    (int8 ``[H, 2, k]``: built once at insert time from the record, so a position keeps its
+    history planes after older positions of its game are evicted), side to move, z, q,
+    weight, and a slice of a second ring holding its sparse policy (int16 index, float32 prob).
+    Sparse because a position has ~20-30 targets out of 294 (cc49) or 810 (cc81) indices: about
+    0.2 KB a position instead of 1.2 KB (cc49) or 3.2 KB (cc81) dense float32 (docs/REPLAY.md).
+
+    Policy indices are turned into the network's frame at insert time: a record's indices are
+    absolute; an encoding with ``rotate`` sees player 1's board rotated, so its destinations
+    are rotated too (``e -> cells - 1 - e``), exactly as ``Encoding.move_indices`` does.
+
+    Positions a record does not ``keep``, and pass-only positions (no policy target), are not
+    stored: they only feed the history of the positions after them.
+    """
+
+    def __init__(
+        self,
+        reader: ReplayReader | None,
+        encoding: Encoding,
+        *,
+        window_positions: int,
+        value_target: str = "z",
+        limiter: RatioLimiter | None = None,
+        entries_per_position: int = 32,
+    ) -> None:
+        if window_positions < 1:
+            raise ValueError(f"window_positions={window_positions} must be at least 1")
+        if value_target not in ("z", "zq"):
+            raise ValueError(f"value_target={value_target!r}; valid: z, zq")
+        self.reader = reader
+        self.encoding = encoding
+        self.rules: Rules = encoding.rules
+        self.window = window_positions
+        self.value_target = value_target
+        self.limiter = limiter
+        self._epoch = 0 if reader is None else reader.epoch
+        w, h, k = window_positions, encoding.history, self.rules.k
+        self._hist = np.full((w, h, 2, k), -1, dtype=np.int8)
+        self._to_move = np.zeros(w, dtype=np.int8)
+        self._z = np.zeros(w, dtype=np.int8)
+        self._q = np.zeros(w, dtype=np.float32)
+        self._weight = np.ones(w, dtype=np.float32)
+        self._pol_start = np.zeros(w, dtype=np.int64)  # serial number of its first entry
+        self._pol_len = np.zeros(w, dtype=np.int32)
+        cap = max(16, w * entries_per_position)
+        self._ent_index = np.zeros(cap, dtype=np.int16 if self.rules.k * self.rules.cells < 2**15 else np.int32)
+        self._ent_prob = np.zeros(cap, dtype=np.float32)
+        self._positions = 0  # positions inserted since the last clear (serial of the next one)
+        self._entries = 0  # policy entries inserted since the last clear
+        self.records = 0
+        self.skipped: dict[str, int] = {}
+        self.warmups = 0
+        #: Records of older models are skipped (stage 2 ignores stage-1 games still in flight).
+        self.min_model_version = -1
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Positions in the window now."""
+        return min(self._positions, self.window)
+
+    @property
+    def inserted(self) -> int:
+        """Positions inserted since the window was last emptied."""
+        return self._positions
+
+    def stats(self) -> dict[str, Any]:
+        out = {"size": self.size, "inserted": self._positions, "records": self.records, "warmups": self.warmups,
+               "skipped": dict(self.skipped), "policy_entries_capacity": len(self._ent_prob)}
+        if self.reader is not None:
+            out["reader"] = self.reader.stats()
+        if self.limiter is not None:
+            out["limiter"] = self.limiter.stats()
+        return out
+
+    # -- following the buffer -----------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Empty the window (the arrays stay allocated)."""
+        self._positions = self._entries = 0
+
+    def poll(self, max_records: int = 256) -> int:
+        """Take the reader's new records; return the positions added. Warms up again on a reset."""
+        if self.reader is None:
+            return 0
+        records = self.reader.poll(max_records)
+        if self.reader.epoch != self._epoch:
+            self._epoch = self.reader.epoch
+            self.warmups += 1
+            log.warning("replay mirror: buffer reset (epoch %d): dropping %d positions, warming up again",
+                        self._epoch, self.size)
+            self.clear()
+            if self.limiter is not None:
+                self.limiter.reset()
+        return sum(self.add_record(r) for r in records)
+
+    def _skip(self, kind: str, why: str) -> None:
+        n = self.skipped[kind] = self.skipped.get(kind, 0) + 1
+        if log_often(n):
+            log.warning("replay mirror: skipped a %s record (%s; %d so far)", kind, why, n)
+
+    def add_record(self, rec: GameRecord) -> int:
+        """Insert a (decoded, validated) record's trainable positions; return how many."""
+        try:
+            rules = Rules.from_dict(rec.rules)
+        except (RulesError, TypeError, ValueError) as exc:
+            self._skip("malformed", str(exc))
+            return 0
+        if rules != self.rules:
+            self._skip("foreign", f"rules of preset {rec.preset!r} differ from the learner's {self.rules.name!r}")
+            return 0
+        if rec.model_version < self.min_model_version:
+            self.skipped["stale"] = self.skipped.get("stale", 0) + 1  # expected at a stage switch: no log
+            return 0
+        t_len = rec.num_positions
+        counts = np.diff(rec.policy_offsets.astype(np.int64))
+        keep = counts > 0 if rec.keep is None else (rec.keep & (counts > 0))
+        sel = np.flatnonzero(keep)[-self.window:]  # a record longer than the window keeps its end
+        self.records += 1
+        if len(sel) == 0:
+            return 0
+        m = len(sel)
+
+        # History [m, H, 2, k]: state h plies before position t is full[h0 + t - h].
+        h = self.encoding.history
+        h0 = rec.start_pieces.shape[0]
+        full = np.concatenate([rec.start_pieces[::-1], rec.pieces]).astype(np.int8)
+        src = (h0 + sel)[:, None] - np.arange(h)[None, :]
+        hist = np.where((src >= 0)[:, :, None, None], full[np.maximum(src, 0)], np.int8(-1))
+
+        tm = rec.to_move[sel].astype(np.int64)
+        z = np.where(tm == 0, rec.outcome, -rec.outcome).astype(np.int8)
+
+        # Sparse targets of the kept positions, in the network's frame, renormalized
+        # (float16 probabilities sum to 1 only within ~1e-3).
+        off = rec.policy_offsets.astype(np.int64)
+        lens = counts[sel]
+        first = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        ent = np.repeat(off[sel], lens) + np.arange(lens.sum()) - np.repeat(first, lens)
+        idx = rec.policy_index[ent].astype(np.int64)
+        prob = rec.policy_prob[ent].astype(np.float32)
+        owner_tm = np.repeat(tm, lens)
+        if self.encoding.rotate:
+            cells = self.rules.cells
+            pid, dest = np.divmod(idx, cells)
+            idx = np.where(owner_tm == 1, pid * cells + (cells - 1 - dest), idx)
+        sums = np.repeat(np.add.reduceat(prob, first), lens)
+        prob /= sums
+
+        self._insert(hist, tm, z, rec.root_value[sel], None if rec.weight is None else rec.weight[sel],
+                     lens, idx, prob)
+        if self.limiter is not None:
+            self.limiter.on_insert(m)
+        return m
+
+    def _insert(self, hist: np.ndarray, tm: np.ndarray, z: np.ndarray, q: np.ndarray, weight: np.ndarray | None,
+                lens: np.ndarray, idx: np.ndarray, prob: np.ndarray) -> None:
+        m, w = len(tm), self.window
+        serial = self._positions + np.arange(m)
+        slots = serial % w
+        starts = self._entries + np.concatenate([[0], np.cumsum(lens)[:-1]])
+        # The oldest position alive after this insert decides how many entries must stay.
+        oldest = max(0, self._positions + m - w)
+        oldest_start = self._pol_start[oldest % w] if oldest < self._positions else starts[oldest - self._positions]
+        needed = self._entries + len(idx) - int(oldest_start)
+        if needed > len(self._ent_prob):
+            self._grow(int(oldest_start), needed)
+        self._hist[slots] = hist
+        self._to_move[slots] = tm
+        self._z[slots] = z
+        self._q[slots] = q
+        self._weight[slots] = 1.0 if weight is None else weight
+        self._pol_start[slots] = starts
+        self._pol_len[slots] = lens
+        cap = len(self._ent_prob)
+        where = (self._entries + np.arange(len(idx))) % cap
+        self._ent_index[where] = idx
+        self._ent_prob[where] = prob
+        self._positions += m
+        self._entries += len(idx)
+
+    def _grow(self, live_from: int, needed: int) -> None:
+        """Enlarge the policy-entry ring, keeping the live entries at their serial numbers."""
+        old = len(self._ent_prob)
+        cap = max(2 * old, needed)
+        serials = np.arange(live_from, self._entries)
+        index = np.zeros(cap, dtype=self._ent_index.dtype)
+        prob = np.zeros(cap, dtype=np.float32)
+        index[serials % cap] = self._ent_index[serials % old]
+        prob[serials % cap] = self._ent_prob[serials % old]
+        self._ent_index, self._ent_prob = index, prob
+        log.info("replay mirror: policy entry ring grown to %d entries", cap)
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def sample(self, batch_size: int, rng: np.random.Generator, augment: bool = True) -> Batch:
+        """``batch_size`` positions drawn uniformly (with replacement) from the window.
+
+        With ``augment``, each sample is reflected with probability 1/2: planes and policy
+        together (``ccengine.symmetry``), so the target names the reflected moves.
+        """
+        size = self.size
+        if size == 0:
+            raise ValueError("the window is empty: nothing to sample (warm up first)")
+        serial = (self._positions - size) + rng.integers(0, size, batch_size)
+        slots = serial % self.window
+        tm = self._to_move[slots].astype(np.int64)
+        planes = self.encoding.encode(self._hist[slots], tm)
+
+        policy = np.zeros((batch_size, self.encoding.policy_size), dtype=np.float32)
+        lens = self._pol_len[slots].astype(np.int64)
+        rows = np.repeat(np.arange(batch_size), lens)
+        first = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        ent = (np.repeat(self._pol_start[slots], lens) + np.arange(lens.sum()) - np.repeat(first, lens))
+        ent %= len(self._ent_prob)
+        policy[rows, self._ent_index[ent].astype(np.int64)] = self._ent_prob[ent]
+
+        z = self._z[slots].astype(np.float32)
+        value = z if self.value_target == "z" else 0.5 * (z + self._q[slots])
+        flip = rng.random(batch_size) < 0.5 if augment else np.zeros(batch_size, dtype=bool)
+        if flip.any():
+            planes[flip] = reflect_planes(planes[flip])
+            policy[flip] = reflect_policy(self.rules, policy[flip])
+        return Batch(planes=planes, policy=policy, value=value.astype(np.float32),
+                     weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64))
+
+    def try_sample(self, batch_size: int, rng: np.random.Generator, augment: bool = True) -> Batch | None:
+        """A batch when the limiter allows one (without a limiter: when the window is not empty)."""
+        if self.limiter is None:
+            return self.sample(batch_size, rng, augment) if self.size else None
+        if not self.limiter.try_sample(batch_size, self.size):
+            return None
+        return self.sample(batch_size, rng, augment)
