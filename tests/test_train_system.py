@@ -18,7 +18,8 @@ import train_helpers
 ray = pytest.importorskip("ray")
 redis = pytest.importorskip("redis")
 
-from evaluator.promotion import promotion_history, read_best  # noqa: E402
+from evaluator.promotion import promotion_history  # noqa: E402
+from learner.run_files import read_best  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
