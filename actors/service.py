@@ -62,13 +62,16 @@ class SelfPlayService:
         seed: int,
         config_hash: str,
         replay: ReplayLink,
-        registry: Any,
+        registry: str,
         actors: int = 1,
     ) -> None:
         """``rules``: the training games' rules; ``seed``: the run's (each actor derives its own);
         ``actors``: how many share stage 1's games."""
         configure_logging()
-        self.name, self.registry = name, registry
+        import ray
+
+        self.name = name
+        self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
         seed = _actor_seed(seed, index)
         self.worker = SelfPlayWorker(
             rules,

@@ -50,14 +50,16 @@ class EvaluatorService:
         seed: int,
         config_hash: str,
         run_dir: str,
-        registry: Any,
+        registry: str,
     ) -> None:
         """``rules``: the game's own rules (evaluation never plays the training games' options);
         ``search``: the run's search, whose exploration constant the evaluation games and the
         model files keep."""
         configure_logging()
         self.run_dir = Path(run_dir)
-        self.registry = registry
+        import ray
+
+        self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
         self.rules, self.network, self.evaluation = rules, network, evaluation
         self.c_puct, self.seed, self.config_hash = search.c_puct, seed, config_hash
         self.net_config = network.net_config(rules)

@@ -110,8 +110,7 @@ def train(
             if ray_address:
                 ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
             else:
-                ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
-                         log_to_driver=False)
+                start_local_ray()
     resources = ray.cluster_resources()
     nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
     place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
@@ -129,19 +128,39 @@ def train(
             from learner.replay import MemoryReplay
 
             store = ray.remote(MemoryReplay).options(
-                num_cpus=0, max_concurrency=4, scheduling_strategy=_on_driver_node(soft=False)
+                name=f"{run_id}-replay", num_cpus=0, max_concurrency=4, scheduling_strategy=_on_driver_node(soft=False)
             ).remote(run_id)
-            link = ReplayLink("memory", run_id, store=store)
+            link = ReplayLink("memory", run_id, store=f"{run_id}-replay")
         registry = ray.remote(ModelRegistry).options(
-            num_cpus=0, max_concurrency=8, scheduling_strategy=_on_driver_node(soft=False)
+            name=f"{run_id}-registry", num_cpus=0, max_concurrency=8, scheduling_strategy=_on_driver_node(soft=False)
         ).remote()
-        system = _System(config, rundir, link, registry, place, out)
+        system = _System(config, rundir, link, registry, f"{run_id}-registry", place, out)
         return system.run(info)
     finally:
         if redis_server is not None:
             redis_server.stop()
         if started_ray:
             ray.shutdown()
+
+
+def start_local_ray() -> None:
+    """A Ray of this machine only, without its dashboard.
+
+    Ray 2.60 cannot be made to listen on loopback only: it resolves a node address of 127.0.0.1
+    to the machine's reachable address (``services.resolve_ip_for_localhost``), and its gRPC
+    servers (GCS, raylet, workers) and metrics agent bind every interface. What keeps other
+    machines out is Ray's token authentication, on by default for a local Ray (docs/DEPLOY.md);
+    Ray's notice that it turned it on is kept off a newcomer's screen."""
+    import ray
+
+    notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    quiet = logging.Filter("-")  # a filter that passes no record (no logger is named "-")
+    notice.addFilter(quiet)
+    try:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+    finally:
+        notice.removeFilter(quiet)
 
 
 def _on_driver_node(*, soft: bool) -> Any:
@@ -174,7 +193,10 @@ def neutral_directory(path: str | os.PathLike[str]) -> Iterator[None]:
 class _System:
     """The started components and the driver's watch loop."""
 
-    def __init__(self, config: TrainConfig, rundir: RunDir, link: Any, registry: Any, place: Placement, out: TextIO):
+    def __init__(
+        self, config: TrainConfig, rundir: RunDir, link: Any, registry: Any, registry_name: str, place: Placement,
+        out: TextIO,
+    ):
         import ray
 
         from actors.service import SelfPlayService
@@ -188,7 +210,9 @@ class _System:
         training_rules, config_hash = config.training_rules(), config.hash()
         # Named actors (RUN_ID-learner, RUN_ID-evaluator, RUN_ID-actor-I): tools and tests can
         # find them with ray.get_actor; max_restarts=-1: Ray restarts any that dies. Each gets
-        # its own sections of the config, small enough to travel inline with the actor's spec.
+        # its own sections of the config and the registry's and replay store's names, plain
+        # data that travels inline with the actor's spec: an actor handle among the arguments
+        # would keep a restart from finding its arguments again (ray-project/ray#53727).
         prefix = link.run_id
         self.learner = ray.remote(LearnerService).options(
             name=f"{prefix}-learner", num_cpus=place.learner_cpus, num_gpus=place.learner_gpus,
@@ -197,14 +221,14 @@ class _System:
             rules=training_rules, network=config.network, learner=config.learner, replay_config=config.replay,
             stage1_steps=config.stage1.steps if config.stage1.enabled else 0,
             candidate_every_steps=config.evaluation.candidate_every_steps, seed=config.seed,
-            run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry,
+            run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry_name,
         )
         self.evaluator = ray.remote(EvaluatorService).options(
             name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
             scheduling_strategy=_on_driver_node(soft=True),
         ).remote(
             rules=config.game_rules(), network=config.network, search=config.search, evaluation=config.evaluation,
-            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry,
+            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry_name,
         )
         # SPREAD: one node leaving takes as few actors as possible with it; Ray restarts those on
         # the nodes that are left (or on one that joins) and _revive starts their loops again.
@@ -215,7 +239,7 @@ class _System:
             ).remote(
                 f"actor-{i}", i, rules=training_rules, network=config.network, search=config.search,
                 selfplay=config.selfplay, stage1=config.stage1, seed=config.seed, config_hash=config_hash,
-                replay=link, registry=registry, actors=place.actors,
+                replay=link, registry=registry_name, actors=place.actors,
             )
             for i in range(place.actors)
         ]

@@ -51,14 +51,16 @@ class LearnerService:
         config_hash: str,
         run_dir: str,
         replay: ReplayLink,
-        registry: Any,
+        registry: str,
     ) -> None:
         """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
         before self-play (0: no stage 1). ``run_config`` and ``config_hash``: the whole run's
         config as plain data, recorded in every checkpoint."""
         configure_logging()
         self.run_dir = Path(run_dir)
-        self.registry = registry
+        import ray
+
+        self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
         self.learner_config, self.replay_config = learner, replay_config
         self.stage1_steps, self.candidate_every_steps = stage1_steps, candidate_every_steps
         self.run_config, self.config_hash = run_config, config_hash

@@ -181,14 +181,14 @@ def test_a_learner_without_checkpoints_adopts_the_registrys_best(local_ray, tmp_
     config = tiny_config(1.0)
     rules = config.training_rules()
     _, weights = Trainer(config.network.net_config(rules), config.learner, seed=9).export_weights()
-    registry = ray.remote(ModelRegistry).remote()
+    registry = ray.remote(ModelRegistry).options(name="adopt-registry").remote()
     ray.get(registry.set_best.remote(700, weights))
-    store = ray.remote(MemoryReplay).remote("adopt")
+    store = ray.remote(MemoryReplay).options(name="adopt-replay").remote("adopt")
     learner = ray.remote(LearnerService).remote(
         rules=rules, network=config.network, learner=config.learner, replay_config=config.replay,
         stage1_steps=config.stage1.steps, candidate_every_steps=config.evaluation.candidate_every_steps,
         seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(tmp_path),
-        replay=ReplayLink("memory", "adopt", store=store), registry=registry,
+        replay=ReplayLink("memory", "adopt", store="adopt-replay"), registry="adopt-registry",
     )
     stats = ray.get(learner.stats.remote())
     assert (stats["stage"], stats["steps"]) == (2, 700)

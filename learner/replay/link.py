@@ -19,10 +19,12 @@ __all__ = ["ReplayLink"]
 class ReplayLink:
     """The replay settings a component needs to open its writer or reader (picklable for Ray)."""
 
-    def __init__(self, backend: str, run_id: str, *, store: Any = None, redis_url: str = "") -> None:
+    def __init__(self, backend: str, run_id: str, *, store: str = "", redis_url: str = "") -> None:
+        """``store``: the name of the ``MemoryReplay`` Ray actor (memory backend); a name rather
+        than a handle, so that the link is plain data that a restarted actor can be given again."""
         if backend not in ("memory", "redis"):
             raise ValueError(f"replay backend {backend!r}; valid: memory, redis")
-        if backend == "memory" and store is None:
+        if backend == "memory" and not store:
             raise ValueError("the memory backend needs the store actor")
         if backend == "redis" and not redis_url:
             raise ValueError("the redis backend needs a redis URL")
@@ -34,14 +36,19 @@ class ReplayLink:
     def writer(self) -> ReplayWriter:
         """The writer an actor adds its finished games to."""
         if self.backend == "memory":
-            return StoreWriter(self.store)
+            return StoreWriter(self._store())
         return self._redis()
 
     def reader(self) -> ReplayReader:
         """A reader that follows the buffer from its oldest record."""
         if self.backend == "memory":
-            return MemoryReader(StoreProxy(self.store), run_id=self.run_id)
+            return MemoryReader(StoreProxy(self._store()), run_id=self.run_id)
         return self._redis()
+
+    def _store(self) -> Any:
+        import ray
+
+        return ray.get_actor(self.store)
 
     def _redis(self) -> Any:
         from .redis_stream import RedisReplay  # the redis package only where Redis is used
