@@ -142,7 +142,6 @@ class HeuristicWorker:
         self.engine = engine
         self._rng = np.random.default_rng(self.seed)
         self._versions = versions_now()
-        self._diag = rules.geometry.diag
         self._stats: dict[str, Any] = {
             "games": 0,
             "records": 0,
@@ -164,7 +163,7 @@ class HeuristicWorker:
     def play_game(self, kind: str, seed: int) -> GameRecord | None:
         """One greedy self-play game from a start of ``kind``; its record, or None (a draw, a
         game decided in its random opening, or no position kept without ``return_unkept``)."""
-        rules, diag = self.rules, self._diag
+        rules = self.rules
         rng = np.random.default_rng(seed)
         stats = self._stats
         stats["games"] += 1

@@ -54,28 +54,13 @@ from ccengine.engines import new_state
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult, UniformEvaluator
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
+from learner.training import load_weights_into
 
-__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator", "load_arrays"]
+__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator"]
 
 
 class NoWeightsError(RuntimeError):
     """:meth:`SelfPlayWorker.step` before any :meth:`SelfPlayWorker.set_weights`."""
-
-
-def load_arrays(model: Any, arrays: Mapping[str, np.ndarray]) -> None:
-    """Load ``{name: ndarray}`` weights (``Trainer.export_weights``) into a ``PolicyValueNet``.
-
-    The one place the worker turns arrays into weights: ``learner.training.load_weights_into``
-    (strict names and shapes) when it is importable, else a plain strict ``load_state_dict``.
-    """
-    try:
-        from learner.training import load_weights_into
-    except ImportError:  # pragma: no cover - only while learner.training is being written
-        import torch
-
-        model.load_state_dict({k: torch.as_tensor(np.asarray(v)) for k, v in arrays.items()}, strict=True)
-        return
-    load_weights_into(model, arrays)
 
 
 class TimedEvaluator:
@@ -234,7 +219,7 @@ class SelfPlayWorker:
         on with them. ``arrays``: ``{state_dict name: ndarray}`` as ``Trainer.export_weights``
         gives them."""
         if self.network is not None:
-            load_arrays(self.network.inference.model, arrays)
+            load_weights_into(self.network.inference.model, arrays)
             self.network.inference.refresh()
             if self._override is None:
                 self._timed.inner = self.network

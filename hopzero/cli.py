@@ -51,17 +51,7 @@ class CliError(Exception):
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean "the arguments are wrong", not "hopzero has a bug"."""
-    errors: list[type[BaseException]] = [CliError, RulesError, NotationError, IllegalMoveError, PlayerSpecError]
-    errors.append(EngineError)
-    try:  # the compiled engine may define its own IllegalMoveError
-        from ccengine import _core
-
-        extra = getattr(_core, "IllegalMoveError", None)
-        if isinstance(extra, type) and issubclass(extra, BaseException):
-            errors.append(extra)
-    except ImportError:
-        pass
-    return tuple(errors)
+    return (CliError, RulesError, NotationError, IllegalMoveError, PlayerSpecError, EngineError)
 
 
 class _Parser(argparse.ArgumentParser):

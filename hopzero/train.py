@@ -127,7 +127,8 @@ def train(
         else:
             from learner.replay import MemoryReplay
 
-            store = ray.remote(MemoryReplay).options(
+            # Held until the run ends: Ray collects an actor, named or not, once no handle is left.
+            _store = ray.remote(MemoryReplay).options(
                 name=f"{run_id}-replay", num_cpus=0, max_concurrency=4, scheduling_strategy=_on_driver_node(soft=False)
             ).remote(run_id)
             link = ReplayLink("memory", run_id, store=f"{run_id}-replay")

@@ -4,8 +4,8 @@ Inside Ray actors the metrics are ``ray.util.metrics`` objects: Ray's metrics ag
 on each node with a ``ray_`` prefix, counters with a ``_total`` suffix, and one series per worker
 (``ray_hopzero_learner_steps_total``, ``ray_hopzero_gate_score``; see :func:`exported_name`).
 Outside Ray (a plain process) they are ``prometheus_client`` objects of the same names. The
-``Metrics`` facade hides which; where neither can work (no Ray worker, no client installed) it
-records nothing, so the training code never depends on monitoring being up.
+``Metrics`` facade hides which; where a metric cannot be created (e.g. a second registration of
+the same name in one process) it records nothing, so training never depends on monitoring.
 
 Ray's agent forgets a gauge that its worker has not reported for two report intervals (20 s by
 default), even while the worker lives: a value set once (the gate score, set after each gating
@@ -91,12 +91,7 @@ class Metrics:
                 return "ray"
         except Exception:  # noqa: BLE001 - no Ray, or not inside a worker
             pass
-        try:
-            import prometheus_client  # noqa: F401
-
-            return "prometheus"
-        except ImportError:
-            return "none"
+        return "prometheus"
 
     def _get(self, name: str) -> Any:
         obj = self._objects.get(name)

@@ -158,7 +158,6 @@ class WindowMirror:
         if rec.model_version < self.min_model_version:
             self.skipped["stale"] = self.skipped.get("stale", 0) + 1  # expected at a stage switch: no log
             return 0
-        t_len = rec.num_positions
         counts = np.diff(rec.policy_offsets.astype(np.int64))
         keep = counts > 0 if rec.keep is None else (rec.keep & (counts > 0))
         sel = np.flatnonzero(keep)[-self.window:]  # a record longer than the window keeps its end
