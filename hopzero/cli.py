@@ -5,7 +5,7 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``perft``: move-tree leaf counts, ``{"preset", "perft": [n1..nD]}`` (+ ``"divide"``).
 - ``match``: a match between two player SPECs under the seed's protocol (``evaluator.arena``).
 - ``move``: the move a player SPEC chooses in a position, ``{"move": [s, e]}``.
-- ``bench movegen``: legal-move generation speed of the Cython engine against the reference.
+- ``bench WHAT``: a speed benchmark, one module each in ``hopzero.bench`` (``hopzero bench --help``).
 - ``train``: the whole training system (``hopzero.train``).
 - ``play``: a person against a player in the terminal (``hopzero.play``).
 - ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
@@ -23,21 +23,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
-import numpy as np
-
-from ccengine.engines import ENGINES, EngineError, new_state, state_class
-from ccengine.notation import NotationError, Position, parse_move, parse_position
+from ccengine.engines import ENGINES, EngineError, new_state
+from ccengine.notation import NotationError, parse_move, parse_position
 from ccengine.players import PlayerSpecError, make_player
 from ccengine.reference import IllegalMoveError
 from ccengine.reference import perft as reference_perft
 from ccengine.rules import Rules, RulesError, preset
+from hopzero import bench
 from learner import network_player  # noqa: F401 - registers the mcts SPEC
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -357,174 +355,28 @@ def _cmd_move(args: argparse.Namespace) -> int:
 
 
 def _add_bench(sub: Any) -> None:
-    p = sub.add_parser("bench", help="benchmarks: movegen, selfplay")
+    p = sub.add_parser(
+        "bench",
+        help="benchmarks: " + ", ".join(bench.BENCHMARKS),
+        description="Speed benchmarks, one per WHAT (hopzero/bench/); --json prints one JSON object.",
+    )
     what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     what.required = True
-    m = what.add_parser("movegen", help="legal-move generation: Cython engine against the reference")
-    _add_preset(m)
-    m.add_argument("--positions", metavar="FILE", help="one position per line (default: random mid-game positions)")
-    m.add_argument("--count", type=_int_arg(1), default=256, metavar="N", help="generated positions (default 256)")
-    m.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="seed of the generated positions")
-    m.add_argument("--min-time", type=_float_arg, default=0.5, metavar="SEC", help="seconds per timing (default 0.5)")
-    _add_json(m)
-    m.set_defaults(func=_cmd_bench_movegen)
-    sp = what.add_parser("selfplay", help="self-play simulations per second on one core, against the network alone")
-    _add_preset(sp)
-    sp.add_argument("--games", type=_int_arg(1), default=128, metavar="G", help="concurrent games (default 128)")
-    sp.add_argument("--sims", type=_int_arg(1), default=175, metavar="S", help="simulations per move (default 175)")
-    sp.add_argument("--seconds", type=_float_arg, default=20.0, metavar="SEC", help="self-play time (default 20)")
-    sp.add_argument("--encoding", choices=("paper", "general"), default="paper", help="network input (default paper)")
-    sp.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="seed (default 0)")
-    _add_json(sp)
-    sp.set_defaults(func=_cmd_bench_selfplay)
+    kit = bench.ArgKit(add_preset=_add_preset, add_json=_add_json, int_at_least=_int_arg, positive=_float_arg)
+    bench.add_parsers(what, kit)
+    p.set_defaults(func=_cmd_bench)
 
 
-def _read_positions(rules: Rules, path: str) -> list[Position]:
-    positions = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            try:
-                positions.append(parse_position(rules, text))
-            except NotationError as exc:
-                raise CliError(f"{path} line {number}: {exc}") from None
-    if not positions:
-        raise CliError(f"{path} holds no position (one position text per line)")
-    return positions
-
-
-def _random_positions(rules: Rules, count: int, seed: int) -> list[Position]:
-    """Mid-game positions of random games (plies 20, 24, .., 60), reproducible from ``seed``."""
-    rng = np.random.default_rng(seed)
-    sample_plies = set(range(20, 61, 4))
-    positions: list[Position] = []
-    while len(positions) < count:
-        state = new_state(rules, engine="cython")
-        while not state.is_terminal() and state.ply <= 60 and len(positions) < count:
-            if state.ply in sample_plies:
-                positions.append(Position(tuple(state.board), state.to_move, state.ply))
-            moves = state.legal_moves()
-            state.play(moves[int(rng.integers(len(moves)))])
-    return positions
-
-
-def _rate(fn: Callable[[], object], items: int, min_time: float) -> float:
-    """Items per second of ``fn`` (which handles ``items`` items), repeated for ``min_time``."""
-    fn()  # warm-up
-    rounds = 0
-    start = time.perf_counter()
-    while True:
-        fn()
-        rounds += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            return rounds * items / elapsed
-
-
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
+def _cmd_bench(args: argparse.Namespace) -> int:
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-    }
-
-
-def _cmd_bench_movegen(args: argparse.Namespace) -> int:
-    rules: Rules = args.preset
-    cython_state = state_class("cython")
-    positions = (
-        _read_positions(rules, args.positions) if args.positions else _random_positions(rules, args.count, args.seed)
-    )
-    ref_states = [new_state(rules, p, "reference") for p in positions]
-    cy_states = [cython_state(rules, p.board, p.to_move, p.ply) for p in positions]
-    agree = all(list(map(tuple, c.legal_moves())) == r.legal_moves() for c, r in zip(cy_states, ref_states))
-
-    def run_all(states: Sequence[Any]) -> Callable[[], None]:
-        def fn() -> None:
-            for st in states:
-                st.legal_moves()
-
-        return fn
-
-    n = len(positions)
-    reference_rate = _rate(run_all(ref_states), n, args.min_time)
-    per_call_rate = _rate(run_all(cy_states), n, args.min_time)
-    batch_rate = _batch_rate(rules, cy_states, args.min_time)
-    cython_rate = batch_rate if batch_rate is not None else per_call_rate
-    data = {
-        "preset": rules.name,
-        "positions": n,
-        "positions_source": args.positions or f"random games, seed {args.seed}, plies 20..60",
-        "cython_positions_per_s": round(cython_rate, 1),
-        "cython_per_call_positions_per_s": round(per_call_rate, 1),
-        "cython_batch_positions_per_s": None if batch_rate is None else round(batch_rate, 1),
-        "reference_positions_per_s": round(reference_rate, 1),
-        "speedup": round(cython_rate / reference_rate, 2),
-        "per_call_speedup": round(per_call_rate / reference_rate, 2),
-        "engines_agree": agree,
-        "mean_legal_moves": round(sum(len(r.legal_moves()) for r in ref_states) / n, 3),
-        "machine": _machine(),
-    }
-    text = "\n".join(
-        [
-            f"legal-move generation on {n} {rules.name} positions ({data['positions_source']}):",
-            f"  reference         {reference_rate:12.0f} positions/s",
-            f"  cython per call   {per_call_rate:12.0f} positions/s  ({data['per_call_speedup']}x)",
-            f"  cython batch      {batch_rate:12.0f} positions/s" if batch_rate is not None else "  cython batch      n/a",
-            f"  speedup {data['speedup']}x; engines agree: {agree}; {data['machine']['cpu']}",
-        ]
-    )
-    _emit(args, data, text)
-    if not agree:
-        sys.stderr.write("hopzero bench movegen: error: the engines disagree on some position's legal moves\n")
+        report = bench.run(args)
+    except bench.BenchError as exc:
+        raise CliError(str(exc)) from None
+    _emit(args, report.data, report.text)
+    if report.failure:
+        sys.stderr.write(f"hopzero bench {args.what}: error: {report.failure}\n")
         return 1
     return 0
-
-
-def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
-    from hopzero.bench_selfplay import bench_selfplay
-
-    result = bench_selfplay(
-        args.preset, games=args.games, simulations=args.sims, seconds=args.seconds, encoding=args.encoding, seed=args.seed
-    )
-    data = {**result.to_dict(), "machine": _machine()}
-    text = (
-        f"{result.sims_per_s_per_core:,.0f} simulations/s on one core ({result.games} games, batch "
-        f"{result.batch_size:.0f}); the network alone {result.nn_evals_per_s_per_core:,.0f} evaluations/s; "
-        f"ratio {result.ratio:.2f}"
-    )
-    _emit(args, data, text)
-    return 0
-
-
-def _batch_rate(rules: Rules, states: Sequence[Any], min_time: float) -> float | None:
-    """Positions per second of the Cython engine's ``batch_legal_moves``, or None without one.
-
-    The buffers are allocated once, outside the timing, as a self-play actor would hold them.
-    """
-    from ccengine import _core
-
-    batch = getattr(_core, "batch_legal_moves", None)
-    if batch is None:
-        return None
-    states = list(states)
-    rows = max(int(st.max_moves) for st in states)
-    moves_out = np.zeros((len(states), rows, 2), dtype=np.int16)
-    counts_out = np.zeros(len(states), dtype=np.int32)
-    return _rate(lambda: batch(states, moves_out, counts_out), len(states), min_time)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -102,17 +102,6 @@ def test_move_json():
     assert tuple(data["move"]) in ReferenceState(preset("cc49")).legal_moves()
 
 
-def test_bench_movegen_json(tmp_path):
-    data = run_json("bench", "movegen", "--count", "8", "--min-time", "0.02")
-    for key in ("cython_positions_per_s", "reference_positions_per_s", "speedup", "positions", "preset", "machine"):
-        assert key in data
-    assert data["positions"] == 8 and data["engines_agree"] is True and data["speedup"] > 1
-    positions = tmp_path / "positions.txt"
-    positions.write_text(f"# the start\n{START_CC49}\n\n")
-    data = run_json("bench", "movegen", "--positions", str(positions), "--min-time", "0.02")
-    assert data["positions"] == 1
-
-
 # --- errors: exit 2, one line on stderr, no traceback --------------------------------------
 
 

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from ccengine.rules import preset
-from learner.bench import bench
 from learner.inference import Evaluation, Inference, masked_priors
 from learner.model import NET_FORMAT, SIZES, NetConfig, PolicyValueNet, load_net, net_state, save_net
 
@@ -270,11 +269,6 @@ def test_empty_batch(paper_inf: Inference):
     cfg = paper_inf.config
     priors, values = paper_inf.evaluate(np.zeros((0, 7, cfg.n, cfg.n), np.float32), np.zeros((0, 5), np.int64))
     assert priors.shape == (0, 5) and values.shape == (0,)
-
-
-def test_bench_smoke():
-    r = bench(NetConfig.for_rules("small-4-3", 7, "tiny"), batch=4, seconds=0.05, threads=None, warmup=1)
-    assert r.evals_per_s > 0 and r.batch == 4 and r.calls >= 3
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -371,14 +371,3 @@ def test_python_random_is_not_touched_by_training():
     t.step(make_batch())
     assert random.random() == expected
 
-
-def test_learner_bench_reports_json(capsys):
-    from learner.bench_learner import bench_learner, main
-
-    r = bench_learner(TINY, LearnerConfig.paper(1), batch_size=4, seconds=0.05, warmup=1, threads=1, device="cpu")
-    assert r.batch_size == 4 and r.steps >= 3 and r.samples_per_s > 0 and r.device == "cpu" and not r.amp
-    assert main(["--size", "tiny", "--config", "fast", "--batch", "8", "--seconds", "0.05", "--threads", "1",
-                 "--device", "cpu", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert {"device", "batch_size", "samples_per_s", "steps_per_s", "amp"} <= set(d)
-    assert d["batch_size"] == 8 and d["optimizer"] == "sgd_nesterov" and d["net"] == "tiny"

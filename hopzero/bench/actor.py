@@ -1,0 +1,131 @@
+"""``hopzero bench actor``: the self-play actor's worker, simulations per second and where the
+time goes (the search in C, the network, the rest).
+
+One :class:`~actors.selfplay.SelfPlayWorker` (one CPU thread, as an actor runs it) with an
+untrained network of ``--size``: the random-opening steps run first (no search), then ``--steps``
+steps are timed, each one move in every game. Unlike ``hopzero bench selfplay`` (the search and
+the network alone), this is the actor as deployed: input history, game records, weights by
+version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import asdict, dataclass
+
+from ccengine.rules import Rules
+from hopzero.bench.common import ArgKit, Report
+
+__all__ = ["NAME", "SUMMARY", "ActorBench", "add_arguments", "bench_actor", "run"]
+
+NAME = "actor"
+SUMMARY = "the self-play actor's worker: simulations/s, and search, network and other time"
+
+
+@dataclass(frozen=True)
+class ActorBench:
+    """One run; the ``*_s`` times are seconds within ``wall_s``, ``records`` finished games."""
+
+    preset: str
+    games: int
+    sims: int
+    steps: int
+    size: str
+    encoding: str
+    history: int
+    compile: bool
+    leaves_per_game: int
+    torch_threads: int
+    wall_s: float
+    records: int
+    simulations_per_s: float
+    evaluations_per_s: float
+    mean_batch: float
+    search_s: float
+    network_s: float
+    other_s: float
+    moves_per_s: float
+
+
+def bench_actor(
+    rules: Rules,
+    *,
+    games: int = 64,
+    sims: int = 175,
+    steps: int = 10,
+    size: str = "fast",
+    encoding: str = "general",
+    history: int = 3,
+    seed: int = 0,
+    compile: bool = False,
+    leaves_per_game: int = 1,
+) -> ActorBench:
+    """Time ``steps`` worker steps after the random opening (and one compile warm-up step)."""
+    import torch
+
+    from actors.selfplay import SelfPlayWorker
+    from ccengine.encoding import encoding_for
+    from ccengine.search import SearchConfig
+    from learner.model import NetConfig, PolicyValueNet
+
+    enc = encoding_for(rules, encoding, history=history)
+    net = NetConfig.for_rules(rules, enc.in_planes, size)
+    config = SearchConfig(num_simulations=sims, leaves_per_game=leaves_per_game)
+    worker = SelfPlayWorker(rules, games=games, search=config, net_config=net, encoding=encoding,
+                            history=history, run_id="bench", config_hash="bench", actor="bench", seed=seed,
+                            compile=compile)
+    torch.manual_seed(seed)
+    worker.set_weights(0, {k: v.numpy() for k, v in PolicyValueNet(net).state_dict().items()})
+    for _ in range(config.random_opening_plies + (1 if compile else 0)):  # opening; compile warm-up
+        worker.step()
+    before = worker.stats()
+    t0 = time.perf_counter()
+    records = 0
+    for _ in range(steps):
+        records += len(worker.step())
+    wall = time.perf_counter() - t0
+    after = worker.stats()
+    d = {k: after[k] - before[k] for k in ("simulations", "evaluator_rows", "evaluator_calls", "search_s",
+                                          "network_s", "step_s")}
+    return ActorBench(
+        preset=rules.name, games=games, sims=sims, steps=steps, size=size, encoding=encoding, history=history,
+        compile=compile, leaves_per_game=leaves_per_game, torch_threads=torch.get_num_threads(),
+        wall_s=round(wall, 3), records=records,
+        simulations_per_s=round(d["simulations"] / wall, 1),
+        evaluations_per_s=round(d["evaluator_rows"] / wall, 1),
+        mean_batch=round(d["evaluator_rows"] / max(1, d["evaluator_calls"]), 2),
+        search_s=round(d["search_s"], 3), network_s=round(d["network_s"], 3),
+        other_s=round(d["step_s"] - d["search_s"] - d["network_s"], 3),
+        moves_per_s=round(games * steps / wall, 1),
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
+    """``--games``, ``--sims``, ``--steps``, ``--size``, ``--encoding``, ``--history``,
+    ``--leaves-per-game``, ``--compile``."""
+    from learner.model import SIZES
+
+    p.add_argument("--games", type=kit.int_at_least(1), default=64, metavar="G", help="concurrent games (default 64)")
+    p.add_argument("--sims", type=kit.int_at_least(1), default=175, metavar="S", help="simulations per move (default 175)")
+    p.add_argument("--steps", type=kit.int_at_least(1), default=10, metavar="N", help="timed steps (default 10)")
+    p.add_argument("--size", choices=sorted(SIZES), default="fast", help="network size (default fast)")
+    p.add_argument("--encoding", choices=("paper", "general"), default="general", help="network input (default general)")
+    p.add_argument("--history", type=kit.int_at_least(1), default=3, metavar="H",
+                   help="positions of input history, general encoding (default 3)")
+    p.add_argument("--leaves-per-game", type=kit.int_at_least(1), default=1, metavar="L",
+                   help="leaves per game per network call (default 1)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the network (slow first call)")
+
+
+def run(args: argparse.Namespace) -> Report:
+    """The command."""
+    r = bench_actor(args.preset, games=args.games, sims=args.sims, steps=args.steps, size=args.size,
+                    encoding=args.encoding, history=args.history, seed=args.seed, compile=args.compile,
+                    leaves_per_game=args.leaves_per_game)
+    text = (
+        f"{r.simulations_per_s:,.0f} simulations/s ({r.games} games, {r.size} network, {r.torch_threads} thread(s), "
+        f"mean batch {r.mean_batch:.0f}); of {r.wall_s:.2f} s: search {r.search_s:.2f} s, network "
+        f"{r.network_s:.2f} s, other {r.other_s:.2f} s; {r.records} games finished"
+    )
+    return Report(asdict(r), text)

@@ -1,0 +1,137 @@
+"""``hopzero bench learner``: training samples per second of the learner, at each batch size.
+
+Times :meth:`learner.training.Trainer.step` (host-to-device copy, forward, loss, backward,
+optimiser step, and the one device-to-host copy of the reported numbers) on random batches of
+the shape the replay buffer produces, after a warm-up. The batch size defaults to the learner
+config's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import types
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ccengine.rules import Rules
+from hopzero.bench.common import ArgKit, Report, batch_sizes_arg, device_arg
+
+__all__ = ["LEARNER_CONFIGS", "NAME", "SUMMARY", "LearnerTiming", "add_arguments", "bench_learner",
+           "learner_config", "run", "synthetic_batch"]
+
+NAME = "learner"
+SUMMARY = "the learner: training samples/s at each batch size"
+
+#: The learner configs by name: ``paper`` (= ``paper2``, the MCTS stage), ``paper1`` (the
+#: heuristic stage; they differ only in the L2 coefficient, which does not change the speed), ``fast``.
+LEARNER_CONFIGS = ("paper", "paper1", "paper2", "fast")
+
+
+@dataclass(frozen=True)
+class LearnerTiming:
+    """One batch size: ``steps`` training steps in ``seconds``."""
+
+    batch_size: int
+    samples_per_s: float
+    steps_per_s: float
+    ms_per_step: float
+    steps: int
+    seconds: float
+
+
+def learner_config(name: str) -> Any:
+    """The :class:`learner.training.LearnerConfig` named ``name`` (one of :data:`LEARNER_CONFIGS`)."""
+    from learner.training import LearnerConfig
+
+    if name in ("paper", "paper2"):
+        return LearnerConfig.paper(2)
+    if name == "paper1":
+        return LearnerConfig.paper(1)
+    if name == "fast":
+        return LearnerConfig.fast()
+    raise ValueError(f"unknown learner config {name!r}; valid: {', '.join(LEARNER_CONFIGS)}")
+
+
+def synthetic_batch(net: Any, batch: int, seed: int = 0) -> types.SimpleNamespace:
+    """A batch shaped like the replay buffer's for ``net`` (a :class:`learner.model.NetConfig`):
+    0/1 planes, sparse policy targets (about 30 moves with mass, as in mid-game positions),
+    values of +-1."""
+    rng = np.random.default_rng(seed)
+    planes = rng.integers(0, 2, size=(batch, net.in_planes, net.n, net.n)).astype(np.float32)
+    policy = np.zeros((batch, net.policy_size), dtype=np.float32)
+    m = min(30, net.policy_size)
+    for b in range(batch):
+        idx = rng.choice(net.policy_size, size=m, replace=False)
+        policy[b, idx] = rng.dirichlet(np.ones(m))
+    value = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=batch)
+    return types.SimpleNamespace(planes=planes, policy=policy, value=value)
+
+
+def bench_learner(trainer: Any, *, seconds: float = 3.0, warmup: int = 3, seed: int = 0) -> LearnerTiming:
+    """Time ``trainer.step`` (a :class:`learner.training.Trainer`) at its config's batch size for
+    about ``seconds`` (at least 3 steps) after ``warmup`` steps."""
+    batch_size = trainer.config.batch_size
+    batches = [synthetic_batch(trainer.net_config, batch_size, seed + i) for i in range(4)]
+    for i in range(warmup):
+        trainer.step(batches[i % len(batches)])
+    steps = 0
+    t0 = time.perf_counter()
+    elapsed = 0.0
+    while elapsed < seconds or steps < 3:
+        trainer.step(batches[steps % len(batches)])  # returns floats: the device is synchronised
+        steps += 1
+        elapsed = time.perf_counter() - t0
+    return LearnerTiming(
+        batch_size=batch_size, samples_per_s=round(batch_size * steps / elapsed, 1),
+        steps_per_s=round(steps / elapsed, 3), ms_per_step=round(1000.0 * elapsed / steps, 3), steps=steps,
+        seconds=round(elapsed, 3),
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
+    """``--size``, ``--in-planes``, ``--config``, ``--batch``, ``--seconds``, ``--threads``, ``--device``."""
+    from learner.model import SIZES
+
+    p.add_argument("--size", choices=sorted(SIZES), default="paper", help="network size (default paper)")
+    p.add_argument("--in-planes", type=kit.int_at_least(1), default=7, metavar="N",
+                   help="input planes (default 7, the paper encoding)")
+    p.add_argument("--config", choices=LEARNER_CONFIGS, default="fast",
+                   help="learner config: paper (= paper2), paper1, fast (default fast)")
+    p.add_argument("--batch", type=batch_sizes_arg, default=None, metavar="B,B,...",
+                   help="batch sizes (default: the config's)")
+    p.add_argument("--seconds", type=kit.positive, default=3.0, metavar="SEC", help="seconds per batch size (default 3)")
+    p.add_argument("--threads", type=kit.int_at_least(1), default=None, metavar="T",
+                   help="torch CPU threads (default: torch's)")
+    p.add_argument("--device", type=device_arg, default=None, help="auto, cpu, cuda, cuda:N (default: the config's)")
+
+
+def run(args: argparse.Namespace) -> Report:
+    """The command: a fresh trainer per ``--batch`` size, each timed."""
+    import torch
+
+    from learner.model import NetConfig
+    from learner.training import Trainer
+
+    rules: Rules = args.preset
+    net = NetConfig.for_rules(rules, args.in_planes, args.size)
+    config = learner_config(args.config)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    timings = []
+    for batch in args.batch or [config.batch_size]:
+        trainer = Trainer(net, replace(config, batch_size=batch), seed=args.seed, device=args.device)
+        timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed))
+    data = {
+        "preset": rules.name, "net": net.name, "parameters": trainer.model.num_parameters(), "config": config.name,
+        "optimizer": config.optimizer, "device": str(trainer.device), "amp": trainer.amp,
+        "threads": torch.get_num_threads(), "results": [asdict(t) for t in timings],
+    }
+    head = (f"{rules.name}/{net.name} network ({data['parameters']:,} parameters), learner config {config.name} "
+            f"[{config.optimizer}] on {data['device']}, amp {trainer.amp}, {data['threads']} thread(s):")
+    lines = [head]
+    lines += [f"  batch {t.batch_size:5d}: {t.samples_per_s:10,.0f} samples/s  {t.steps_per_s:8.2f} steps/s"
+              for t in timings]
+    return Report(data, "\n".join(lines))

@@ -1,0 +1,117 @@
+"""``hopzero bench WHAT --json`` through the installed command: every benchmark runs with tiny
+settings and prints the keys docs/BENCHMARKS.md and README.md name. Speed is never asserted."""
+
+import pytest
+from test_cli import START_CC49, run, run_json
+
+from hopzero.bench import BENCHMARKS
+
+TINY_NET = ("--preset", "small-4-3", "--size", "tiny")
+
+# WHAT -> (tiny arguments, keys its JSON must hold beside "benchmark" and "machine")
+CASES = {
+    "movegen": (
+        ("--count", "8", "--min-time", "0.02", "--seed", "1"),
+        {"cython_positions_per_s", "cython_per_call_positions_per_s", "cython_batch_positions_per_s",
+         "reference_positions_per_s", "speedup", "per_call_speedup", "engines_agree", "positions", "preset",
+         "mean_legal_moves"},
+    ),
+    "selfplay": (
+        ("--preset", "small-4-3", "--games", "4", "--sims", "8", "--seconds", "0.2", "--seed", "1"),
+        {"sims_per_s_per_core", "nn_evals_per_s_per_core", "ratio", "batch_size", "search_share", "games",
+         "moves_searched", "simulations_per_move"},
+    ),
+    "actor": (
+        (*TINY_NET, "--games", "4", "--sims", "8", "--steps", "2", "--seed", "1"),
+        {"simulations_per_s", "evaluations_per_s", "mean_batch", "search_s", "network_s", "other_s", "torch_threads",
+         "records", "wall_s"},
+    ),
+    "heuristic": (
+        ("--preset", "small-4-3", "--games", "6", "--seed", "1"),
+        {"games_per_s", "games", "records", "positions", "kept_positions", "mean_plies", "record_bytes_mean",
+         "encode_ms_per_record"},
+    ),
+    "network": (
+        (*TINY_NET, "--batch", "1,4", "--seconds", "0.02", "--seed", "1"),
+        {"results", "parameters", "device", "threads", "size"},
+    ),
+    "learner": (
+        (*TINY_NET, "--batch", "4,8", "--seconds", "0.02", "--threads", "1", "--device", "cpu", "--seed", "1"),
+        {"results", "parameters", "device", "amp", "threads", "optimizer", "config", "net"},
+    ),
+}
+
+
+def test_every_benchmark_has_a_case_and_is_listed_by_help():
+    assert set(CASES) == set(BENCHMARKS)
+    help_text = run("bench", "--help").stdout
+    for what in BENCHMARKS:
+        assert what in help_text
+
+
+@pytest.mark.parametrize("what", sorted(CASES))
+def test_bench_json_keys(what):
+    args, keys = CASES[what]
+    data = run_json("bench", what, *args)
+    assert data["benchmark"] == what
+    assert keys <= set(data), keys - set(data)
+    assert {"cpu", "cpus", "python"} <= set(data["machine"])
+
+
+def test_bench_text_is_readable():
+    proc = run("bench", "heuristic", "--preset", "small-4-3", "--games", "3")
+    assert "games/s" in proc.stdout and not proc.stdout.lstrip().startswith("{")
+
+
+def test_movegen_engines_agree_on_generated_and_given_positions(tmp_path):
+    data = run_json("bench", "movegen", "--count", "8", "--min-time", "0.02")
+    assert data["positions"] == 8 and data["engines_agree"] is True
+    positions = tmp_path / "positions.txt"
+    positions.write_text(f"# the start\n{START_CC49}\n\n")
+    data = run_json("bench", "movegen", "--positions", str(positions), "--min-time", "0.02")
+    assert data["positions"] == 1 and data["positions_source"] == str(positions)
+
+
+def test_results_per_batch_size():
+    network = run_json("bench", "network", *CASES["network"][0])
+    assert [r["batch"] for r in network["results"]] == [1, 4]
+    assert all(r["calls"] >= 3 for r in network["results"])
+    learner = run_json("bench", "learner", *TINY_NET, "--config", "paper", "--seconds", "0.02", "--threads", "1")
+    assert [r["batch_size"] for r in learner["results"]] == [32]  # the paper config's batch
+    assert learner["optimizer"] == "sgd_nesterov" and learner["net"] == "tiny" and learner["device"] == "cpu"
+
+
+def test_seed_decides_what_is_measured():
+    args = ("bench", "heuristic", "--preset", "small-4-3", "--games", "6")
+    first, again, other = run_json(*args, "--seed", "4"), run_json(*args, "--seed", "4"), run_json(*args, "--seed", "5")
+    same = ("positions", "kept_positions", "mean_plies", "record_bytes_mean")
+    assert [first[k] for k in same] == [again[k] for k in same]
+    assert [first[k] for k in same] != [other[k] for k in same]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["bench", "network", "--batch", "1,x"], ["--batch", "integers"]),
+        (["bench", "network", "--batch", "0"], ["--batch", "at least 1"]),
+        (["bench", "network", "--device", "tpu"], ["--device", "cpu, cuda"]),
+        (["bench", "learner", "--config", "slow"], ["--config", "paper1"]),
+        (["bench", "selfplay", "--games", "0"], ["--games", "at least 1"]),
+        (["bench", "actor", "--size", "huge"], ["--size", "tiny"]),
+        (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
+        (["bench", "frobnicate"], ["invalid choice", "movegen"]),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_2(args, words):
+    proc = run(*args, check=False)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    for word in words:
+        assert word in proc.stderr
+
+
+def test_a_bad_positions_file_names_its_line(tmp_path):
+    positions = tmp_path / "positions.txt"
+    positions.write_text(f"{START_CC49}\nxx/oo x\n")
+    proc = run("bench", "movegen", "--positions", str(positions), check=False)
+    assert proc.returncode == 2 and "line 2" in proc.stderr and "Traceback" not in proc.stderr
