@@ -14,6 +14,7 @@ again; promotions already written stand.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -61,9 +62,7 @@ class EvaluatorService:
         model files keep."""
         configure_logging()
         self.run_dir = Path(run_dir)
-        import ray
-
-        self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
+        self._registry_name = registry
         self.rules, self.network, self.evaluation = rules, network, evaluation
         self.c_puct, self.seed, self.config_hash = search.c_puct, seed, config_hash
         self.net_config = network.net_config(rules)
@@ -83,6 +82,14 @@ class EvaluatorService:
                 self.vs_greedy, self._measured = e, int(e["version"])
             elif e.get("kind") == "gate":
                 self.last_gate, self._judged = e, int(e["candidate"])
+
+    @functools.cached_property
+    def registry(self) -> Any:
+        """The registry actor, looked up by name when first needed: a restarted evaluator finds
+        it again."""
+        import ray
+
+        return ray.get_actor(self._registry_name)
 
     # -- the loop ---------------------------------------------------------------------------------
 

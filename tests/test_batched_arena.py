@@ -125,7 +125,7 @@ def test_a_model_file_is_the_same_player_one_at_a_time_in_parallel_and_in_the_ev
     service = EvaluatorService(
         rules=TINY, network=NetworkConfig(size="tiny", encoding="general", history=3),
         search=SearchConfig(c_puct=1.0), evaluation=EvaluationConfig(simulations=16, parallel_games=4),
-        seed=0, config_hash="test", run_dir=str(tmp_path), registry=None,
+        seed=0, config_hash="test", run_dir=str(tmp_path), registry="no registry: this test builds players only",
     )
     weights = {k: v.numpy().copy() for k, v in PolicyValueNet(service.net_config).state_dict().items()}
     spec = f"mcts:model={service._write_model(3, weights)},sims=16"
