@@ -14,6 +14,9 @@ STATE_BYTES: int
 def canonical_pieces(state: State) -> np.ndarray:
     """int8 ``[2, k]``: canonical piece-ID list of ``state``'s position."""
 
+def greedy_pick(state: State, seed: int) -> tuple[int, int]:
+    """The C greedy rule's move in ``state`` with its tie-break stream seeded by ``seed`` (tests)."""
+
 class SearchForest:
     num_games: int
     history: int

@@ -1290,6 +1290,27 @@ cdef int _greedy_pick(const Tables* t, const CState* s, const int16_t* moves, in
     return pick
 
 
+def greedy_pick(State state not None, uint64_t seed):
+    """The move ``_greedy_pick`` (the playouts' greedy rule and ``opponent=greedy``'s model)
+    chooses in ``state``, its tie-break stream seeded by ``seed``: ``(start, end)``, ``(-1, -1)``
+    for a pass. For tests: the Python twin is ``ccengine.players.greedy_candidates``."""
+    cdef const Tables* t = &state.tables.t
+    cdef int cnt, i
+    cdef uint64_t rng = _mix_seed(seed, 0)
+    cdef int16_t* moves
+    if state.s.result != RESULT_NONE:
+        raise ValueError("the game is over: no move to pick")
+    moves = <int16_t*>malloc(2 * t.max_moves * sizeof(int16_t))
+    if moves == NULL:
+        raise MemoryError()
+    try:
+        cnt = generate_moves(t, &state.s, moves)
+        i = _greedy_pick(t, &state.s, moves, cnt, &rng)
+        return int(moves[2 * i]), int(moves[2 * i + 1])
+    finally:
+        free(moves)
+
+
 # Rollout policies (RolloutEvaluator.policy)
 cdef enum:
     RP_GREEDY = 0

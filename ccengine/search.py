@@ -137,9 +137,13 @@ class SearchConfig:
         return dataclasses.replace(self, **changes)
 
     def for_evaluation(self) -> SearchConfig:
-        """Evaluation play: no root noise, no random or exploratory plies (the arena applies
-        its own opening protocol)."""
-        return self.replace(root_noise=False, random_opening_plies=0, explore_plies=0)
+        """Match play, the one configuration every player that searches uses in a match, behind
+        the engine protocol and in the evaluator's gate: no root noise, no random or exploratory
+        plies (the arena applies its own opening protocol), the most visited move (temperature
+        0, ties broken by the game's generator) and a fresh tree at every move."""
+        return self.replace(
+            root_noise=False, random_opening_plies=0, explore_plies=0, temperature=0.0, reuse_tree=False
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -58,7 +58,14 @@ def _move_between(before: tuple[int, ...], after: tuple[int, ...]) -> Move:
 
 
 class SearchPlayer:
-    """A tree-search player over any evaluator; ``analyze`` and ``select`` share one search."""
+    """A tree-search player over any evaluator; ``analyze`` and ``select`` share one search.
+
+    It plays with ``config`` (:meth:`SearchConfig.for_evaluation`: no noise, the most visited
+    move, a fresh tree every move) and hands the evaluator ``history`` piece-list states per
+    leaf. A match (``evaluator.arena``) searches the waiting games of a :attr:`batchable` player
+    together, one evaluator call per simulation round; the moves are the ones :meth:`select`
+    would choose (given an evaluator whose output for a row depends on that row only).
+    """
 
     judges_positions = True
 
@@ -73,28 +80,40 @@ class SearchPlayer:
         history: int = 1,
         solver: bool = False,
         greedy_opponent: bool = False,
+        name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
         (rollouts), rebuilt from the player's seed at every ``reset(seed)``."""
+        if history < 1:
+            raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
-        self.name = "mcts"
+        self.name = name
         self._factory = None if hasattr(evaluator, "evaluate") else evaluator
         self.simulations = simulations
         self.history = history
         self.config = SearchConfig(
-            num_simulations=simulations,
-            c_puct=c_puct,
-            root_noise=False,
-            random_opening_plies=0,
-            explore_plies=0,
-            temperature=0.0,
-            reuse_tree=False,
-            solver=solver,
-            greedy_opponent=greedy_opponent,
-        )
+            num_simulations=simulations, c_puct=c_puct, solver=solver, greedy_opponent=greedy_opponent
+        ).for_evaluation()
         self._search = BatchedSearch(rules, 1, self.config, history=history)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
+        #: Counters over the player's life, its own searches and a match's batches alike (for
+        #: throughput figures): leaves evaluated (evaluator rows), evaluator calls, moves searched.
+        self.positions = 0
+        self.batches = 0
+        self.searches = 0
         self.reset(seed)
+
+    @property
+    def batchable(self) -> bool:
+        """Whether one evaluator serves every game (not one rebuilt from each game's seed), so
+        that a match may search this player's games together."""
+        return self._factory is None
+
+    def count(self, *, batches: int, positions: int, searches: int) -> None:
+        """Add to the counters (a match that searched with this player's evaluator says so)."""
+        self.batches += batches
+        self.positions += positions
+        self.searches += searches
 
     def reset(self, seed: SeedLike = None) -> None:
         """A new game; with a seed, the player's random streams restart from it."""
@@ -113,7 +132,9 @@ class SearchPlayer:
         game_rng = np.random.default_rng(int(self.rng.integers(2**63)))
         self._search.set_root(0, state, history, rng=game_rng)
         seconds = None if movetime_ms is None else movetime_ms / 1000.0
+        rounds, leaves = self._search.rounds, self._search.leaves
         result = self._search.think(0, self.evaluator, nodes or self.simulations, seconds=seconds)
+        self.count(batches=self._search.rounds - rounds, positions=self._search.leaves - leaves, searches=1)
         self._last = (key, result)
         return result
 

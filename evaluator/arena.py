@@ -1,5 +1,11 @@
 """Matches between two players under the seed's evaluation protocol (RULES.md, seed section 4).
 
+One runner, :func:`play_match`, plays every match: ``hopzero match`` with or without
+``--parallel``, the evaluator's gate and its measurement against greedy. A side is a player
+SPEC, built with ``make_player(spec, rules)`` (one parser, so a SPEC is the same player
+everywhere: here, behind the engine protocol, in ``hopzero play``), or a player object already
+built (the evaluator's networks, from weights in memory).
+
 Protocol: in every game each side's first ``random_opening`` moves are uniformly random, and the
 two players alternate who starts: in game ``i``, player A holds seat 0 (moves first) when ``i``
 is even.
@@ -9,25 +15,57 @@ Seeding: games ``2p`` and ``2p + 1`` form pair ``p`` and take their randomness o
 the seats swapped (fewer lucky openings in a short match, the same expectation), and each game
 seeds A and B from its own streams. So a match is reproducible from its seed, and playing it on
 several worker processes gives exactly the result of one.
+
+Games in flight: up to ``parallel`` games are played at once (default one). A side whose player
+is a :class:`ccengine.search_player.SearchPlayer` with one evaluator for every game
+(``batchable``: ``mcts``, with or without a model) is a *search side*: whenever games wait on it,
+they are all searched together by one :class:`ccengine.search.BatchedSearch` over the player's
+evaluator and ``config``, one evaluator call per simulation round for the leaves of every one of
+those games. The other players (``greedy``, ``random``, ``mcts-rollout``, any registered SPEC)
+choose per position, one player object per slot, reset with each game's seed.
+
+When results are the same whatever ``parallel``:
+
+- Players that choose per position are reset with the game's seed (``reset(a_seed)``), so their
+  games do not depend on the slot or on the games beside them.
+- A search side plays as ``SearchPlayer.select`` would: a fresh tree at every move, no noise, the
+  most visited move, ties broken by a per-move generator drawn from the game's own generator
+  ``default_rng(side_seed)``, history piece lists tracked from the start of the game. A search in
+  a batch equals the search alone (each tree has its own generator), so with an evaluator whose
+  output for a row depends on that row only (``UniformEvaluator``; a network up to float rounding
+  between batch sizes) the games do not depend on ``parallel``. ``RolloutEvaluator`` given as one
+  object draws its playouts from one stream shared by the batch, so its games depend on the
+  batching (still reproducible for a fixed ``parallel``); the ``mcts-rollout`` SPEC builds its
+  evaluator from each game's seed and chooses per position, so its games do not.
+
+Games are started in index order as slots free up; ``on_game(pair, game_in_pair, a_result)``
+fires as each game finishes (order of completion), and ``should_stop()`` (checked after every
+finished game) ends the match at once, abandoning the games in flight: a gate that has decided
+needs no more games. The :class:`MatchResult` then covers the finished games only (``games`` is
+their number, ``a_results`` in game-index order).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
+from ccengine.encoding import PieceTracker
 from ccengine.engines import new_state, state_class
 from ccengine.players import Player, make_player
 from ccengine.rules import Rules
+from ccengine.search import BatchedSearch
+from ccengine.search_player import SearchPlayer
 from learner import network_player  # noqa: F401 - registers the mcts SPEC
 
 __all__ = [
-    "GameRecord",
+    "MatchGame",
     "MatchResult",
+    "Side",
     "SideRecord",
     "a_seat_of",
     "game_seeds",
@@ -40,8 +78,9 @@ Move = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class GameRecord:
-    """One finished game of a match."""
+class MatchGame:
+    """One finished game of a match (a row of the match, not a replay record: that is
+    ``learner.records.GameRecord``)."""
 
     index: int
     a_seat: int
@@ -167,14 +206,226 @@ def play_game(
     return int(state.result()), int(state.ply), positions, legal_total
 
 
+#: What :func:`play_match` takes for each side: a player SPEC, or a player already built.
+Side = Union[str, Player]
+
+
 # ---------------------------------------------------------------------------------------------
-# Matches (the same code runs in the parent and in each worker)
+# Sides
+# ---------------------------------------------------------------------------------------------
+
+
+class _Side:
+    """One side of a match: its name, and the search player it batches or the players (one per
+    slot) that choose per position."""
+
+    def __init__(self, side: Side, rules: Rules, *, parallel: int, engine: str) -> None:
+        if isinstance(side, str):
+            self.spec: str | None = side
+            self.name = side.strip()
+            player = make_player(side, rules)  # a bad SPEC or model fails here, in the caller
+        elif isinstance(side, Player):
+            self.spec, self.name, player = None, str(side.name), side
+            own = getattr(player, "rules", rules)
+            if own != rules:
+                raise ValueError(f"player {self.name!r} is built for {own.name}, this match plays {rules.name}")
+        else:
+            raise TypeError(f"a side is a player SPEC or a player, not {type(side).__name__}")
+        if isinstance(player, SearchPlayer) and engine != "cython":
+            raise ValueError(f"player {self.name!r} searches, which needs the cython engine, not {engine!r}")
+        self.search = player if isinstance(player, SearchPlayer) and player.batchable else None
+        if self.search is None and self.spec is None and parallel > 1:
+            raise ValueError(
+                f"player {self.name!r} chooses per position and is one object: it plays one game at a "
+                "time (parallel=1); pass its SPEC to play several"
+            )
+        # Per slot, the player that chooses per position (built on first use, reset every game).
+        self.players: list[Player | None] = [None] * parallel
+        if self.search is None:
+            self.players[0] = player
+
+    def player(self, rules: Rules, slot: int) -> Player:
+        player = self.players[slot]
+        if player is None:
+            assert self.spec is not None
+            player = self.players[slot] = make_player(self.spec, rules)
+        return player
+
+
+# ---------------------------------------------------------------------------------------------
+# The match
+# ---------------------------------------------------------------------------------------------
+
+
+class _Game:
+    """One game in flight in one slot."""
+
+    __slots__ = (
+        "index", "slot", "a_seat", "state", "tracker", "opening_rng",
+        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal",
+    )
+
+    def __init__(self, index: int, slot: int) -> None:
+        self.index = index
+        self.slot = slot
+        self.a_seat = a_seat_of(index)
+        self.positions = 0
+        self.legal = 0
+        self.waiting_legal = 0  # legal moves of the position waiting on a search
+
+
+class _Match:
+    """The scheduler: slots, games in flight, the search sides' batches."""
+
+    def __init__(
+        self, rules: Rules, sides: tuple[_Side, _Side], *, games: int, seed: int, random_opening: int,
+        parallel: int, engine: str,
+    ) -> None:
+        self.rules = rules
+        self.sides = sides
+        self.random_opening = random_opening
+        self.parallel = parallel
+        self.engine = engine
+        self.seeds = game_seeds(seed, games)
+        self.needs_tracker = any(side.search is not None for side in sides)
+        # One batched search per search player (one for both sides when A is B).
+        self.turns: list[tuple[SearchPlayer, BatchedSearch]] = []
+        for side in sides:
+            p = side.search
+            if p is not None and all(p is not q for q, _ in self.turns):
+                self.turns.append((p, BatchedSearch(rules, parallel, p.config, history=p.history)))
+
+    # -- games ------------------------------------------------------------------------------
+
+    def _start(self, index: int, slot: int) -> _Game:
+        g = _Game(index, slot)
+        opening_seed, a_seed, b_seed = self.seeds[index]
+        g.state = new_state(self.rules, engine=self.engine)
+        g.tracker = PieceTracker(self.rules, g.state.board, g.state.to_move) if self.needs_tracker else None
+        g.opening_rng = np.random.default_rng(opening_seed)
+        g.players = [None, None]
+        g.rngs = [None, None]
+        for side, side_seed in ((0, a_seed), (1, b_seed)):
+            if self.sides[side].search is not None:
+                g.rngs[side] = np.random.default_rng(side_seed)  # SearchPlayer.reset(seed)
+            else:
+                player = self.sides[side].player(self.rules, slot)
+                player.reset(side_seed)
+                g.players[side] = player
+        # side_of_seat[seat]: 0 (A) or 1 (B)
+        g.side_of_seat = (0, 1) if g.a_seat == 0 else (1, 0)
+        return g
+
+    def _play(self, g: _Game, move: Move, legal: int) -> None:
+        g.positions += 1
+        g.legal += legal
+        g.state.play(move)
+        if g.tracker is not None:
+            g.tracker.play(move)
+
+    def _advance(self, g: _Game) -> None:
+        """Play ``g`` until a search side must move or the game ends."""
+        state = g.state
+        while not state.is_terminal():
+            moves = state.legal_moves()
+            move = opening_move(state, moves, g.opening_rng, self.random_opening)
+            if move is None:
+                player = g.players[g.side_of_seat[state.to_move]]
+                if player is None:
+                    g.waiting_legal = len(moves)
+                    return
+                move = player.select(state)
+            self._play(g, move, len(moves))
+        self._finish(g)
+
+    def _finish(self, g: _Game) -> None:
+        state = g.state
+        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal)
+        self.records.append(record)
+        del self.active[g.slot]
+        self.free.append(g.slot)
+        if self.on_game is not None:
+            self.on_game(g.index // 2, g.index % 2, record.a_result)
+        if self.should_stop is not None and self.should_stop():
+            self.stopped = True
+
+    def _fill(self) -> None:
+        """Start games in the free slots (each played up to its first search move)."""
+        while self.free and not self.stopped:
+            index = next(self.pending, None)
+            if index is None:
+                return
+            slot = self.free.pop()
+            g = self._start(index, slot)
+            self.active[slot] = g
+            self._advance(g)  # may finish the game at once (per-position players) and free the slot
+
+    # -- searching --------------------------------------------------------------------------
+
+    def _search_turn(self, player: SearchPlayer, search: BatchedSearch) -> None:
+        """Search every game waiting on ``player`` in one batch and play the chosen moves."""
+        waiting: list[tuple[_Game, int]] = []
+        for g in self.active.values():
+            if g.state.is_terminal():
+                continue
+            side = g.side_of_seat[g.state.to_move]
+            if self.sides[side].search is player and g.state.ply >= 2 * self.random_opening:
+                waiting.append((g, side))
+        if not waiting:
+            return
+        waiting.sort(key=lambda item: item[0].slot)
+        for g, side in waiting:
+            rng = g.rngs[side]
+            game_rng = np.random.default_rng(int(rng.integers(2**63)))  # as SearchPlayer.think
+            history = g.tracker.piece_lists(player.history).astype(np.int8)
+            search.set_root(g.slot, g.state, history, rng=game_rng)
+        rounds, leaves = search.rounds, search.leaves
+        results = search.search(player.evaluator, [g.slot for g, _ in waiting])
+        player.count(batches=search.rounds - rounds, positions=search.leaves - leaves, searches=len(waiting))
+        for g, _ in waiting:
+            result = results[g.slot]
+            assert result is not None
+            self._play(g, result.move, g.waiting_legal)
+            self._advance(g)
+            if self.stopped:
+                return
+
+    def run(
+        self,
+        indices: Iterable[int],
+        *,
+        on_game: Callable[[int, int, int], Any] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> list[MatchGame]:
+        """Play the games ``indices`` (started in that order); their records by game index."""
+        self.on_game, self.should_stop = on_game, should_stop
+        self.pending: Iterator[int] = iter(indices)
+        self.active: dict[int, _Game] = {}
+        self.free = list(range(self.parallel - 1, -1, -1))  # pop() gives the lowest slot
+        self.records: list[MatchGame] = []
+        self.stopped = False
+        while True:
+            self._fill()
+            if self.stopped or not self.active:
+                break
+            for player, search in self.turns:
+                self._search_turn(player, search)
+                if self.stopped:
+                    break
+                self._fill()
+            if self.stopped:
+                break
+        return sorted(self.records, key=lambda r: r.index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker processes (``workers``: one game at a time in each)
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _MatchSpec:
-    """Everything a worker needs to play any game of a match (picklable)."""
+class _WorkerMatch:
+    """Everything a worker needs to play any game of a match (picklable: SPECs, not players)."""
 
     rules: Rules
     a: str
@@ -184,62 +435,49 @@ class _MatchSpec:
     random_opening: int
     engine: str
 
-
-class _GamePlayer:
-    """Builds the two players once per process and plays games by index."""
-
-    def __init__(self, spec: _MatchSpec) -> None:
-        self.spec = spec
-        self.seeds = game_seeds(spec.seed, spec.games)
-        self.player_a = make_player(spec.a, spec.rules)
-        self.player_b = make_player(spec.b, spec.rules)
-
-    def play(self, index: int) -> GameRecord:
-        opening_seed, a_seed, b_seed = self.seeds[index]
-        self.player_a.reset(a_seed)
-        self.player_b.reset(b_seed)
-        a_seat = a_seat_of(index)
-        seats = (self.player_a, self.player_b) if a_seat == 0 else (self.player_b, self.player_a)
-        result, plies, positions, legal = play_game(
-            self.spec.rules,
-            seats[0],
-            seats[1],
-            opening_rng=np.random.default_rng(opening_seed),
-            random_opening=self.spec.random_opening,
-            engine=self.spec.engine,
-        )
-        return GameRecord(index, a_seat, result, plies, positions, legal)
+    def build(self) -> _Match:
+        sides = tuple(_Side(s, self.rules, parallel=1, engine=self.engine) for s in (self.a, self.b))
+        return _Match(self.rules, sides, games=self.games, seed=self.seed,  # type: ignore[arg-type]
+                      random_opening=self.random_opening, parallel=1, engine=self.engine)
 
 
-_worker: _GamePlayer | None = None  # the per-process game player of a worker pool
+_worker: _Match | None = None  # the per-process match of a worker pool
 
 
-def _init_worker(spec: _MatchSpec) -> None:
+def _init_worker(match: _WorkerMatch) -> None:
     global _worker
-    _worker = _GamePlayer(spec)
+    _worker = match.build()
 
 
-def _play_in_worker(index: int) -> GameRecord:
+def _play_in_worker(index: int) -> MatchGame:
     assert _worker is not None
-    return _worker.play(index)
+    [record] = _worker.run([index])
+    return record
 
 
-def _records(spec: _MatchSpec, workers: int) -> Iterator[GameRecord]:
-    """The match's game records in game order, played here or on ``workers`` processes."""
-    if workers <= 1 or spec.games <= 1:
-        game_player = _GamePlayer(spec)
-        for index in range(spec.games):
-            yield game_player.play(index)
-        return
+def _on_workers(
+    match: _WorkerMatch, workers: int, on_game: Callable[[int, int, int], Any] | None,
+    should_stop: Callable[[], bool] | None,
+) -> list[MatchGame]:
+    """The match played on ``workers`` processes, one game at a time in each."""
     # A spawn context local to this call: no global start-method patch, and no fork of a parent
     # that may hold threads (torch) or a Ray connection.
     ctx = multiprocessing.get_context("spawn")
-    chunk = max(1, min(16, spec.games // (workers * 8)))
-    with ctx.Pool(min(workers, spec.games), initializer=_init_worker, initargs=(spec,)) as pool:
-        yield from pool.imap(_play_in_worker, range(spec.games), chunksize=chunk)
+    chunk = max(1, min(16, match.games // (workers * 8)))
+    records: list[MatchGame] = []
+    with ctx.Pool(min(workers, match.games), initializer=_init_worker, initargs=(match,)) as pool:
+        for record in pool.imap(_play_in_worker, range(match.games), chunksize=chunk):
+            records.append(record)
+            if on_game is not None:
+                on_game(record.index // 2, record.index % 2, record.a_result)
+            if should_stop is not None and should_stop():
+                break  # leaving the block terminates the pool
+    return records
 
 
-def summarize(spec: _MatchSpec, records: list[GameRecord]) -> MatchResult:
+def _summarize(
+    rules: Rules, names: tuple[str, str], seed: int, random_opening: int, records: list[MatchGame]
+) -> MatchResult:
     """Fold game records (in game order) into a match result."""
     a_wins = sum(1 for r in records if r.a_result > 0)
     b_wins = sum(1 for r in records if r.a_result < 0)
@@ -251,12 +489,12 @@ def summarize(spec: _MatchSpec, records: list[GameRecord]) -> MatchResult:
 
     positions = sum(r.positions for r in records)
     return MatchResult(
-        preset=spec.rules.name,
-        a=spec.a,
-        b=spec.b,
+        preset=rules.name,
+        a=names[0],
+        b=names[1],
         games=len(records),
-        seed=spec.seed,
-        random_opening=spec.random_opening,
+        seed=seed,
+        random_opening=random_opening,
         a_wins=a_wins,
         b_wins=b_wins,
         draws=draws,
@@ -271,35 +509,53 @@ def summarize(spec: _MatchSpec, records: list[GameRecord]) -> MatchResult:
 
 def play_match(
     rules: Rules,
-    a: str,
-    b: str,
+    a: Side,
+    b: Side,
     *,
     games: int,
     seed: int,
     random_opening: int = 3,
+    parallel: int = 1,
     workers: int = 1,
     engine: str = "cython",
-    progress: Callable[[int, int, GameRecord], None] | None = None,
+    on_game: Callable[[int, int, int], Any] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> MatchResult:
-    """Play ``games`` games of player SPEC ``a`` against SPEC ``b`` under the seed's protocol.
+    """Play ``games`` games of ``a`` against ``b`` (each a player SPEC or a player) under the
+    seed's protocol, up to ``parallel`` at once, each search side's waiting games searched in
+    one batch (see the module docstring).
 
-    ``progress(done, games, record)`` is called after each game, in game order. The result is
-    the same for any ``workers``.
+    ``on_game(pair, game_in_pair, a_result)`` fires as each game finishes (``a_result`` is
+    ``+1/0/-1`` from A's side: what ``Gate.record`` takes when A is the candidate).
+    ``should_stop()`` is asked after each finished game; True ends the match at once (the games
+    in flight are abandoned) and the result covers the finished games only. ``workers``: play on
+    that many processes instead, one game at a time in each (SPEC sides only, ``parallel=1``);
+    the result is the same for any ``workers``.
     """
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
     if random_opening < 0:
         raise ValueError(f"random_opening={random_opening} must not be negative")
+    if parallel < 1:
+        raise ValueError(f"parallel={parallel} must be at least 1")
     if workers < 1:
         raise ValueError(f"workers={workers} must be at least 1")
-    # Fail here, in the caller's process, on a bad SPEC or a missing engine (not in a worker).
-    state_class(engine)
-    make_player(a, rules)
-    make_player(b, rules)
-    spec = _MatchSpec(rules, a, b, int(seed), games, random_opening, engine)
-    records: list[GameRecord] = []
-    for record in _records(spec, workers):
-        records.append(record)
-        if progress is not None:
-            progress(len(records), games, record)
-    return summarize(spec, records)
+    if workers > 1 and parallel > 1:
+        raise ValueError(f"parallel={parallel} and workers={workers}: games run in flight in one process, or "
+                         "one at a time on several, not both")
+    state_class(engine)  # an unknown or missing engine fails here
+    parallel = min(parallel, games)
+    sides = (_Side(a, rules, parallel=parallel, engine=engine), _Side(b, rules, parallel=parallel, engine=engine))
+    names = (sides[0].name, sides[1].name)
+    if a is b and not isinstance(a, str) and sides[0].search is None:
+        raise ValueError(f"player {names[0]!r} chooses per position: one object cannot hold both seats")
+    if workers > 1 and games > 1:
+        if not (isinstance(a, str) and isinstance(b, str)):
+            raise ValueError("workers > 1 plays in other processes: pass both sides as SPECs")
+        job = _WorkerMatch(rules, a, b, int(seed), games, random_opening, engine)
+        records = _on_workers(job, workers, on_game, should_stop)
+    else:
+        match = _Match(rules, sides, games=games, seed=int(seed), random_opening=random_opening,
+                       parallel=parallel, engine=engine)
+        records = match.run(range(games), on_game=on_game, should_stop=should_stop)
+    return _summarize(rules, names, int(seed), random_opening, records)

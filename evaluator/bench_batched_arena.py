@@ -5,15 +5,14 @@
 
 Two untrained networks (different initial weights) of ``--size`` play each other:
 
-- ``arena``: :func:`evaluator.arena.play_match` with ``mcts:model=FILE,sims=S`` SPECs (one game
-  at a time, one position per network call), ``--serial-games`` games;
-- ``batched-1``: :func:`play_batched_match` with ``parallel=1`` (the same, with exact counters);
-- ``batched``: :func:`play_batched_match` with ``--parallel`` games in flight, ``--games`` games.
+- ``arena``: :func:`evaluator.arena.play_match` with the players of ``mcts:model=FILE,sims=S``
+  SPECs (one game at a time, one position per network call), ``--serial-games`` games;
+- ``batched-1``: the same with players built from the weights in memory;
+- ``batched``: :func:`play_match` with ``--parallel`` games in flight, ``--games`` games.
 
-Each line reports network evaluations per second (leaves evaluated; the arena's are estimated
-as ``searches * sims``, which counts terminal leaves too), moves searched per second, games per
-minute and mean evaluator batch size. The games are the same games for the same seed, so the
-arena and ``batched-1`` lines should show the same results.
+Each line reports network evaluations per second (leaves evaluated), moves searched per second,
+games per minute and mean evaluator batch size. The games are the same games for the same seed,
+so the arena and ``batched-1`` lines should show the same results.
 """
 
 from __future__ import annotations
@@ -29,9 +28,11 @@ import torch
 
 from ccengine.encoding import encoding_for
 from ccengine.rules import preset
+from ccengine.players import make_player
+from ccengine.search import SearchConfig
 from evaluator.arena import play_match
-from evaluator.batched_arena import network_side, play_batched_match
 from learner.model import NetConfig, PolicyValueNet, save_net
+from learner.network_player import network_player_from_weights
 
 
 def _line(mode: str, result: Any, seconds: float, evals: int, searches: int, calls: int | None) -> dict[str, Any]:
@@ -81,25 +82,22 @@ def main(argv: list[str] | None = None) -> None:
                   "threads": args.threads, "device": args.device, "parameters": nets[0].num_parameters()}
         print(json.dumps(header), flush=True)
         if "arena" in modes:
-            specs = [f"mcts:model={path},sims={args.sims},device={args.device}" for path in paths]
-            searches = 0
-
-            def count(done: int, total: int, record: Any) -> None:
-                nonlocal searches
-                searches += record.positions - min(6, record.plies)  # minus the random opening (3 a side)
-
-            t = time.perf_counter()
-            result = play_match(rules, specs[0], specs[1], games=args.serial_games, seed=args.seed, progress=count)
+            players = [make_player(f"mcts:model={path},sims={args.sims},device={args.device}", rules)
+                       for path in paths]
             torch.set_num_threads(args.threads)  # the mcts player set 1 thread
+            t = time.perf_counter()
+            result = play_match(rules, players[0], players[1], games=args.serial_games, seed=args.seed)
             seconds = time.perf_counter() - t
-            print(json.dumps(_line("arena", result, seconds, searches * args.sims, searches, None)), flush=True)
+            print(json.dumps(_line("arena", result, seconds, sum(p.positions for p in players),
+                                   sum(p.searches for p in players), sum(p.batches for p in players))), flush=True)
         for mode, games, parallel in (("batched-1", args.serial_games, 1), ("batched", args.games, args.parallel)):
             if mode not in modes:
                 continue
-            sides = [network_side(rules, net, simulations=args.sims, encoding=enc.name, device=args.device)
+            sides = [network_player_from_weights(rules, net, encoding=enc.name, sims=args.sims,
+                                                 c_puct=SearchConfig().c_puct, device=args.device)
                      for net in nets]
             t = time.perf_counter()
-            result = play_batched_match(rules, sides[0], sides[1], games=games, seed=args.seed, parallel=parallel)
+            result = play_match(rules, sides[0], sides[1], games=games, seed=args.seed, parallel=parallel)
             seconds = time.perf_counter() - t
             evals = sum(s.positions for s in sides)
             calls = sum(s.batches for s in sides)

@@ -3,14 +3,18 @@
 Inputs: the registry's candidate and best weights. Outputs: promotions (``best.json`` and the
 network file ``models/model-<version>.pt``, written atomically before the registry switches the
 actors), ``evaluations.jsonl`` (every gating match and every match against greedy), the Elo
-ladder (``elo.json``, greedy = 0) and metrics. Games are played in batches
-(``batched_arena``): both networks are searched for all waiting games with one network call per
-simulation round. Killed and restarted, it gates the newest candidate again; promotions already
-written stand.
+ladder (``elo.json``, greedy = 0) and metrics. Games are played by the one match runner
+(:func:`evaluator.arena.play_match`) with many games in flight: both networks are searched for
+all waiting games with one network call per simulation round. Each network plays as the player
+``mcts:model=FILE,sims=S`` of its model file (``learner.network_player``, the run's exploration
+constant, which the file records). While idle it asks the registry for the best *version* and
+fetches weights only when that changed. Killed and restarted, it gates the newest candidate
+again; promotions already written stand.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -24,9 +28,10 @@ from ccengine.search import SearchConfig
 from learner.logs import configure_logging
 from learner.metrics import Metrics
 from learner.model import NetworkConfig
+from learner.network_player import network_player_from_weights
 from learner.run_files import append_jsonl, read_best, read_jsonl
 
-from .batched_arena import network_side, play_batched_match
+from .arena import play_match
 from .config import EvaluationConfig
 from .elo import EloLadder
 from .gating import Gate
@@ -57,9 +62,7 @@ class EvaluatorService:
         model files keep."""
         configure_logging()
         self.run_dir = Path(run_dir)
-        import ray
-
-        self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
+        self._registry_name = registry
         self.rules, self.network, self.evaluation = rules, network, evaluation
         self.c_puct, self.seed, self.config_hash = search.c_puct, seed, config_hash
         self.net_config = network.net_config(rules)
@@ -80,19 +83,34 @@ class EvaluatorService:
             elif e.get("kind") == "gate":
                 self.last_gate, self._judged = e, int(e["candidate"])
 
+    @functools.cached_property
+    def registry(self) -> Any:
+        """The registry actor, looked up by name when first needed: a restarted evaluator finds
+        it again."""
+        import ray
+
+        return ray.get_actor(self._registry_name)
+
     # -- the loop ---------------------------------------------------------------------------------
 
     def run(self) -> None:
         """Evaluate until :meth:`stop`; every exception is logged before it ends the actor."""
         import ray
 
+        best: tuple[int, dict[str, np.ndarray]] | None = None
         try:
             while not self._stop.is_set():
-                best = ray.get(self.registry.best.remote())
-                if best is None:
+                # A few bytes a poll; the best weights travel only when a new version appears.
+                version = int(ray.get(self.registry.best_version.remote()))
+                if version < 0:
                     time.sleep(0.5)
                     continue
-                version, weights = best
+                if best is None or best[0] != version:
+                    best = ray.get(self.registry.best.remote())
+                    if best is None:
+                        continue
+                    version = best[0]
+                weights = best[1]
                 if version != self._recorded_best:
                     self._record_first_best(version, weights)
                 if version != self._measured:
@@ -107,19 +125,16 @@ class EvaluatorService:
             log.exception("evaluator failed")
             raise
 
-    def _side(self, weights: dict[str, np.ndarray], name: str) -> Any:
-        from learner.model import PolicyValueNet
-        from learner.training import load_weights_into
-
-        model = PolicyValueNet(self.net_config)
-        load_weights_into(model, weights)
-        return network_side(
+    def player(self, weights: dict[str, np.ndarray], name: str) -> Any:
+        """The network of ``weights`` as the evaluation games play it: the player
+        ``mcts:model=FILE,sims=S`` of the file :meth:`_write_model` writes for them."""
+        return network_player_from_weights(
             self.rules,
-            model,
+            weights,
             net_config=self.net_config,
             encoding=self.network.encoding,
             history=self.network.history,
-            simulations=self.evaluation.simulations,
+            sims=self.evaluation.simulations,
             c_puct=self.c_puct,
             threads=1,
             name=name,
@@ -132,10 +147,10 @@ class EvaluatorService:
     def _gate(self, candidate: tuple[int, dict[str, np.ndarray]], best: tuple[int, dict[str, np.ndarray]]) -> None:
         (cv, cw), (bv, bw) = candidate, best
         gate = Gate(self.evaluation.gate)
-        match = play_batched_match(
+        match = play_match(
             self.rules,
-            self._side(cw, f"v{cv}"),
-            self._side(bw, f"v{bv}"),
+            self.player(cw, f"v{cv}"),
+            self.player(bw, f"v{bv}"),
             games=gate.config.games,
             seed=self._seed(),
             parallel=self.evaluation.parallel_games,
@@ -196,9 +211,9 @@ class EvaluatorService:
 
     def _against_greedy(self, version: int, weights: dict[str, np.ndarray]) -> None:
         cfg = self.evaluation
-        match = play_batched_match(
+        match = play_match(
             self.rules,
-            self._side(weights, f"v{version}"),
+            self.player(weights, f"v{version}"),
             "greedy",
             games=cfg.greedy_games,
             seed=self._seed(),

@@ -26,7 +26,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from ccengine.engines import ENGINES, EngineError, new_state
@@ -236,8 +235,8 @@ class _Progress:
         self.last = 0.0
         self.score = [0, 0, 0]  # A wins, B wins, draws
 
-    def __call__(self, done: int, total: int, record: Any) -> None:
-        self.score[0 if record.a_result > 0 else 1 if record.a_result < 0 else 2] += 1
+    def __call__(self, done: int, total: int, a_result: int) -> None:
+        self.score[0 if a_result > 0 else 1 if a_result < 0 else 2] += 1
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -258,48 +257,34 @@ class _Progress:
 def _cmd_match(args: argparse.Namespace) -> int:
     from evaluator.arena import play_match  # deferred: perft and move need none of it
 
-    rules: Rules = args.preset
     if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
         raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
     progress = _Progress(enabled=not args.json)
-    start = time.perf_counter()
-    if args.parallel > 1:
-        result = _batched_match(args, progress)
-    else:
-        result = play_match(
-            rules,
-            args.a,
-            args.b,
-            games=args.games,
-            seed=args.seed,
-            random_opening=args.random_opening,
-            workers=args.workers,
-            engine=args.engine,
-            progress=progress,
-        )
-    elapsed = time.perf_counter() - start
-    data = result.to_dict()
-    data.update(engine=args.engine, workers=args.workers, parallel=args.parallel, elapsed_s=round(elapsed, 3))
-    _emit(args, data, _match_text(result, elapsed))
-    return 0
-
-
-def _batched_match(args: argparse.Namespace, progress: _Progress) -> Any:
-    """The match with ``--parallel`` games in flight (evaluator.batched_arena): same protocol
-    and seeds as the arena; an ``mcts`` side searches all its waiting games in one batch."""
-    from evaluator.batched_arena import play_batched_match
-
     done = 0
 
     def on_game(pair: int, game_in_pair: int, a_result: int) -> None:
         nonlocal done
         done += 1
-        progress(done, args.games, SimpleNamespace(a_result=a_result))
+        progress(done, args.games, a_result)
 
-    return play_batched_match(
-        args.preset, args.a, args.b, games=args.games, seed=args.seed,
-        random_opening=args.random_opening, parallel=args.parallel, on_game=on_game,
+    start = time.perf_counter()
+    result = play_match(
+        args.preset,
+        args.a,
+        args.b,
+        games=args.games,
+        seed=args.seed,
+        random_opening=args.random_opening,
+        parallel=args.parallel,
+        workers=args.workers,
+        engine=args.engine,
+        on_game=on_game,
     )
+    elapsed = time.perf_counter() - start
+    data = result.to_dict()
+    data.update(engine=args.engine, workers=args.workers, parallel=args.parallel, elapsed_s=round(elapsed, 3))
+    _emit(args, data, _match_text(result, elapsed))
+    return 0
 
 
 def _match_text(r: Any, elapsed: float) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.gating import GateConfig
 from learner.metrics import METRICS, exported_name
 
 __all__ = [
@@ -63,7 +64,7 @@ DASHBOARD_UID = "hopzero-training"
 #: Prometheus' scrape interval in deploy/prometheus.yml; Grafana's ``$__rate_interval`` builds on it.
 SCRAPE_INTERVAL_S = 10
 #: The gate's default threshold (config ``evaluation.gate.threshold``), drawn as a line.
-GATE_THRESHOLD = 0.55
+GATE_THRESHOLD = float(GateConfig().threshold_exact)
 
 #: Ray's own metrics the dashboard reads (the rest are ours, from ``METRICS``). ``ray_actors``
 #: counts actors by class name and state, as the GCS sees them: dead actors are no longer ALIVE.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evaluator.gating import GateConfig
 from hopzero.rundir import RunDir
 
 __all__ = ["write_plots"]
@@ -34,7 +35,8 @@ def write_plots(rundir: RunDir) -> list[Path]:
     if gates:
         ax.plot([e["time"] / 60 for e in gates], [100 * e["score"] for e in gates], "s", alpha=0.6,
                 label="candidate vs best (gate)")
-        ax.axhline(55, color="grey", linestyle=":", label="55% gate")
+        threshold = 100 * _gate_threshold(rundir)
+        ax.axhline(threshold, color="grey", linestyle=":", label=f"{threshold:g}% gate")
     ax.set_xlabel("minutes since the run started")
     ax.set_ylabel("score (%)")
     ax.set_ylim(0, 100)
@@ -62,6 +64,13 @@ def write_plots(rundir: RunDir) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _gate_threshold(rundir: RunDir) -> float:
+    """The run's gate threshold (its config.yaml), the default gate's without one."""
+    config = rundir.config()
+    gate = config.evaluation.gate if config is not None else GateConfig()
+    return float(gate.threshold_exact)
 
 
 def _run_start(rundir: RunDir, fallback: float) -> float:

@@ -72,6 +72,13 @@ class RunDir:
         self._write_atomic("config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
         return info
 
+    def config(self) -> TrainConfig | None:
+        """The run's configuration (config.yaml), None before a run was started here."""
+        path = self.path / "config.yaml"
+        if not path.is_file():
+            return None
+        return TrainConfig.from_dict(yaml.safe_load(path.read_text()))
+
     def append(self, name: str, record: dict[str, Any]) -> None:
         """Append one JSON line to ``name`` (metrics.jsonl, evaluations.jsonl)."""
         append_jsonl(self.path / name, record)

@@ -6,9 +6,17 @@ a zero value. ``c`` (the exploration constant) defaults to the one the model was
 as its file records, else the paper's 3.5. Importing this module registers the SPEC ``mcts`` in
 ccengine's player registry; the rooms that build players from SPECs (the evaluator, the front
 ends) import it.
+
+The evaluator builds the same player from weights in memory (:func:`network_player_from_weights`)
+with the run's exploration constant, the one its model files record: one function
+(:func:`search_player_for`) makes the player on both paths, so a model plays the same whether it
+comes from a file or from the registry.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ccengine.players import SeedLike, register_player
 from ccengine.rules import Rules
@@ -17,23 +25,92 @@ from ccengine.search_player import SearchPlayer, positive
 
 from .model_files import resolve_model_source
 
-__all__ = ["network_player"]
+if TYPE_CHECKING:
+    from .model import NetConfig, PolicyValueNet
+    from .network_evaluator import NetworkEvaluator
+
+__all__ = ["network_player", "network_player_from_weights", "search_player_for"]
+
+
+def search_player_for(
+    rules: Rules,
+    seed: SeedLike,
+    evaluator: NetworkEvaluator,
+    *,
+    sims: int,
+    c: float | None,
+    name: str = "mcts",
+) -> SearchPlayer:
+    """The search player over a network evaluator: ``c`` given, else the one the network's file
+    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history."""
+    if c is None:
+        c = evaluator.c_puct if evaluator.c_puct is not None else SearchConfig().c_puct
+    return SearchPlayer(
+        rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history, name=name
+    )
 
 
 def network_player(
     rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float | None = None, device: str = "cpu"
 ) -> SearchPlayer:
-    """``c``: the exploration constant; by default the one the model was trained with (its file
-    says), else the paper's 3.5."""
-    paper_c = SearchConfig().c_puct
+    """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
+    trained with (its file says), else the paper's 3.5."""
     if not model:
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=paper_c if c is None else c)
+        c = SearchConfig().c_puct if c is None else c
+        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device)
-    if c is None:
-        c = evaluator.c_puct if evaluator.c_puct is not None else paper_c
-    return SearchPlayer(rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history)
+    return search_player_for(rules, seed, evaluator, sims=sims, c=c)
+
+
+def network_player_from_weights(
+    rules: Rules,
+    weights: Mapping[str, Any] | PolicyValueNet,
+    *,
+    net_config: NetConfig | None = None,
+    encoding: str = "general",
+    history: int | None = None,
+    sims: int,
+    c_puct: float,
+    seed: SeedLike = None,
+    device: str = "cpu",
+    threads: int | None = None,
+    name: str = "mcts",
+) -> SearchPlayer:
+    """The network player from weights in memory: what ``mcts:model=FILE,sims=S`` plays when
+    FILE holds these weights and records ``c_puct``.
+
+    ``weights``: a ``PolicyValueNet``, or its weights by name (numpy arrays, as the registry
+    keeps them, or tensors) for a network of ``net_config``. ``encoding``/``history``: the
+    network's input. ``c_puct``: the exploration constant it was trained with (the run's
+    ``search.c_puct``; no file here to say it). ``threads`` (None: leave torch's setting alone)
+    is process-wide, see ``Inference``.
+    """
+    from ccengine.encoding import encoding_for
+
+    from .inference import Inference
+    from .model import PolicyValueNet
+    from .network_evaluator import NetworkEvaluator
+    from .training import load_weights_into
+
+    enc = encoding_for(rules, encoding, history=history)
+    if isinstance(weights, PolicyValueNet):
+        model = weights
+    elif isinstance(weights, Mapping):
+        if net_config is None:
+            raise ValueError("weights by name need net_config: the network they belong to")
+        model = PolicyValueNet(net_config)
+        load_weights_into(model, weights)
+    else:
+        raise TypeError(f"weights: expected a PolicyValueNet or a dict of weights, got {type(weights).__name__}")
+    if enc.in_planes != model.config.in_planes:
+        raise ValueError(
+            f"the network takes {model.config.in_planes} input planes; encoding {enc.name!r} "
+            f"with history {enc.history} gives {enc.in_planes}"
+        )
+    evaluator = NetworkEvaluator(rules, enc, Inference(model, device=device, threads=threads))  # checks the policy
+    return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 
 register_player(

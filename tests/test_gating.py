@@ -281,3 +281,19 @@ def test_sprt_error_rates_are_roughly_right():
     # slack covers the binomial noise of 150 trials (sd about 0.025).
     assert wrong_at_h0 / trials <= 0.1 + 0.07
     assert wrong_at_h1 / trials <= 0.1 + 0.07
+
+
+def test_the_plots_and_the_dashboard_read_the_threshold_from_the_gate_config(tmp_path):
+    from hopzero import dashboard
+    from hopzero.config import load_config
+    from hopzero.plots import _gate_threshold
+    from hopzero.rundir import RunDir
+
+    default = float(GateConfig().threshold_exact)
+    assert dashboard.GATE_THRESHOLD == default
+    gate_panel = next(p for row in dashboard.ROWS for p in row.panels if p.threshold is not None)
+    assert gate_panel.threshold == default
+    rundir = RunDir(tmp_path / "run")
+    assert _gate_threshold(rundir) == default  # no run here yet
+    rundir.start(load_config("demo", overrides=["evaluation.gate.threshold=0.6"]), versions={})
+    assert _gate_threshold(rundir) == 0.6

@@ -107,6 +107,32 @@ def test_players_pass_when_pass_is_the_only_move():
         assert cls(CC49, seed=0).select(FakeState(1, [(-1, -1)])) == (-1, -1)
 
 
+@pytest.mark.parametrize("name", ["cc49", "paper", "cc81", "small-4-3", "small-5-1", "small-6-6"])
+def test_the_c_greedy_rule_picks_exactly_the_python_candidates(name):
+    # The playouts and opponent=greedy use the C twin of greedy_candidates (_search._greedy_pick):
+    # on every position of a few games, its picks over many tie-break seeds are the candidates.
+    from ccengine._core import State
+    from ccengine._search import greedy_pick
+
+    rules = preset(name)
+    rng = np.random.default_rng(7)
+    positions = ties = 0
+    for _ in range(4):
+        state = State(rules)
+        while not state.is_terminal() and state.ply < 400:
+            moves = state.legal_moves()
+            want = greedy_candidates(rules, state.to_move, moves)
+            picks = {greedy_pick(state, seed) for seed in range(20 * len(want) + 20)}
+            assert picks == set(want), (name, state.ply, tuple(state.board))
+            positions += 1
+            ties += len(want) > 1
+            # Mostly greedy, so that games reach their endings (backward moves, passes).
+            state.play(want[0] if rng.random() < 0.7 else moves[int(rng.integers(len(moves)))])
+    assert positions > 40 and ties > 0
+    with pytest.raises(ValueError, match="over"):
+        greedy_pick(state, 0)
+
+
 # --- stochastic greedy --------------------------------------------------------------------
 
 

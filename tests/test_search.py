@@ -29,7 +29,7 @@ CC49 = preset("cc49")
 PAPER = preset("paper")
 
 # Deterministic evaluation play: no noise, no random or exploratory plies, most visited move.
-EVAL = SearchConfig(num_simulations=200).for_evaluation().replace(temperature=0.0)
+EVAL = SearchConfig(num_simulations=200).for_evaluation()
 
 # x to move wins at once with (1,2) -> (0,2): its goal (0,2),(0,3),(1,3) is then full.
 WIN_IN_ONE = "...x/..xx/o.o./o... x 10"
@@ -478,8 +478,8 @@ def test_choose_move_and_temperature_schedule():
     with pytest.raises(ValueError):
         SearchConfig.from_dict({"num_simulations": 10, "bogus": 1})
     assert SearchConfig.from_dict(cfg.to_dict()) == cfg
-    ev = cfg.for_evaluation()
-    assert not ev.root_noise and ev.temperature_at(0) == 0.01
+    ev = cfg.for_evaluation()  # match play: the most visited move, a fresh tree every move
+    assert not ev.root_noise and ev.temperature_at(0) == 0.0 and not ev.reuse_tree
 
 
 def test_random_opening_moves_skip_the_search():
