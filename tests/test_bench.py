@@ -39,6 +39,11 @@ CASES = {
         (*TINY_NET, "--batch", "4,8", "--seconds", "0.02", "--threads", "1", "--device", "cpu", "--seed", "1"),
         {"results", "parameters", "device", "amp", "threads", "optimizer", "config", "net"},
     ),
+    "match": (
+        ("--preset", "small-4-3", "--size", "tiny", "--sims", "4", "--games", "4", "--parallel", "4",
+         "--serial-games", "2", "--seed", "1"),
+        {"modes", "speedup", "parameters", "sims", "size"},
+    ),
 }
 
 

@@ -9,8 +9,7 @@ Each benchmark module defines:
   reported in ``data``, never asserted: the tests check the keys, the docs keep the figures.
 
 Adding a benchmark: write ``hopzero/bench/NAME.py`` with those three and list it in
-``_MODULES``. The match benchmark (batched against one-at-a-time arena) still lives in
-``evaluator/bench_batched_arena.py`` and joins here as ``match`` once the two arenas are one.
+``_MODULES``.
 """
 
 from __future__ import annotations
@@ -19,12 +18,12 @@ import argparse
 from types import ModuleType
 from typing import Any
 
-from hopzero.bench import actor, heuristic, learner, movegen, network, selfplay
+from hopzero.bench import actor, heuristic, learner, match, movegen, network, selfplay
 from hopzero.bench.common import ArgKit, BenchError, Report, machine
 
 __all__ = ["BENCHMARKS", "ArgKit", "BenchError", "Report", "add_parsers", "run"]
 
-_MODULES: tuple[ModuleType, ...] = (movegen, selfplay, actor, heuristic, network, learner)
+_MODULES: tuple[ModuleType, ...] = (movegen, selfplay, actor, heuristic, network, learner, match)
 
 #: Every benchmark by name, in the order ``hopzero bench --help`` lists them.
 BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
