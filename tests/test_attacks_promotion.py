@@ -271,3 +271,94 @@ def test_the_evaluator_actor_killed_after_writing_best_json_does_not_roll_back(t
     assert [(h.version, h.games) for h in promotion_history(tmp_path)] == [("100", 0), ("200", 2)]
     assert files(tmp_path)["model-0000000100.pt"] == model_100
     ray.kill(actor)
+
+
+# ---- damaged, foreign and hostile network files -------------------------------------------------
+
+
+EXPLOITED: list[str] = []
+
+
+def _exploit() -> str:
+    EXPLOITED.append("ran")
+    return "pwned"
+
+
+class Exploit:
+    """A pickled object that would run code when unpickled."""
+
+    def __reduce__(self):
+        return (_exploit, ())
+
+
+@pytest.fixture(scope="module")
+def good_model(tmp_path_factory) -> Path:
+    from learner.model import save_net
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("models") / "good.pt"
+    save_net(PolicyValueNet(NETWORK.net_config(RULES)), path, input={"encoding": "general", "history": 3})
+    return path
+
+
+def flipped(good: Path, out: Path) -> Path:
+    """``good`` with one bit flipped inside its largest tensor: torch loads it without complaint."""
+    import zipfile
+
+    data = bytearray(good.read_bytes())
+    with zipfile.ZipFile(good) as z:
+        info = max(z.infolist(), key=lambda i: i.file_size)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + info.file_size // 2] ^= 0x08
+    out.write_bytes(bytes(data))
+    return out
+
+
+BAD_FILES = {
+    "flipped": (flipped, "does not match its sha256 digest"),
+    "truncated": (lambda g, o: o.write_bytes(g.read_bytes()[: len(g.read_bytes()) // 2]) and o,
+                  "not a readable torch network file"),
+    "empty": (lambda g, o: o.write_bytes(b"") or o, "not a readable torch network file"),
+    "foreign": (lambda g, o: o.write_text("hello, I am a text file\n") and o, "not a readable torch network file"),
+    "tensor": (lambda g, o: torch.save(torch.zeros(3), o) or o, "holds a Tensor"),
+    "other format": (lambda g, o: torch.save({"format": "someone.else/2"}, o) or o, "format tag 'someone.else/2'"),
+    "no digest": (lambda g, o: torch.save({k: v for k, v in torch.load(g, weights_only=True).items()
+                                           if k != "sha256"}, o) or o, "without its sha256 digest"),
+    "hostile": (lambda g, o: torch.save({"format": "hopzero.net/1", "config": Exploit()}, o) or o,
+                "refused: the file pickles Python objects"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_FILES)
+@pytest.mark.parametrize("command", ["match", "play"])
+def test_a_bad_network_file_is_one_line_and_exit_2(good_model, tmp_path, capsys, kind, command):
+    from hopzero.cli import main
+
+    make, problem = BAD_FILES[kind]
+    bad = make(good_model, tmp_path / "BAD.pt")
+    argv = (["match", "--a", f"mcts:model={bad},sims=2", "--b", "greedy", "--games", "2"] if command == "match"
+            else ["play", "--player", f"mcts:model={bad}"])
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"hopzero {command}: error: ") and str(bad) in err and problem in err
+    assert not EXPLOITED
+
+
+def test_a_learner_checkpoint_is_a_model(tmp_path, capsys):
+    """The README's promise: model= takes a learner checkpoint, with its run's encoding and c."""
+    from ccengine.players import make_player
+    from hopzero.cli import main
+    from learner.checkpoint import save_checkpoint
+    from learner.training import LearnerConfig, Trainer
+
+    trainer = Trainer(NETWORK.net_config(RULES), LearnerConfig(), seed=0)
+    run = {"network": {"size": "tiny", "encoding": "general", "history": 3}, "search": {"c_puct": 1.25}}
+    path = save_checkpoint(tmp_path, trainer, {"stage": 2, "config": run})
+    assert make_player(f"mcts:model={path}", RULES, seed=0).config.c_puct == 1.25
+    assert main(["match", "--a", f"mcts:model={path},sims=2", "--b", "greedy", "--games", "2"]) == 0
+    capsys.readouterr()
+    damaged = flipped(path, tmp_path / "checkpoint-0000000009.pt")
+    assert main(["match", "--a", f"mcts:model={damaged},sims=2", "--b", "greedy", "--games", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "damaged checkpoint" in err and str(damaged) in err
