@@ -10,7 +10,6 @@ back, never logged twice, no model file rewritten.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
