@@ -8,8 +8,12 @@ ladder (``elo.json``, greedy = 0) and metrics. Games are played by the one match
 all waiting games with one network call per simulation round. Each network plays as the player
 ``mcts:model=FILE,sims=S`` of its model file (``learner.network_player``, the run's exploration
 constant, which the file records). While idle it asks the registry for the best *version* and
-fetches weights only when that changed. Killed and restarted, it gates the newest candidate
-again; promotions already written stand.
+fetches weights only when that changed.
+
+``best.json`` is the truth about the best model: on start the evaluator finishes or undoes a
+promotion it was killed in and brings the registry in line with the pointer (:meth:`reconcile`),
+and while it runs it puts the pointer's model back into a registry that names another. Killed
+and restarted, it gates the newest candidate again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ccengine.search import SearchConfig
 from learner.logs import configure_logging
 from learner.metrics import Metrics
 from learner.model import NetworkConfig
+from learner.model_files import read_model_file
 from learner.network_player import network_player_from_weights
 from learner.run_files import append_jsonl, read_best, read_jsonl
 
@@ -35,11 +40,17 @@ from .arena import play_match
 from .config import EvaluationConfig
 from .elo import EloLadder
 from .gating import Gate
-from .promotion import promote
+from .promotion import log_promotion, promote, write_pointer
 
 __all__ = ["EvaluatorService"]
 
 log = logging.getLogger("hopzero.evaluator")
+
+Weights = dict[str, np.ndarray]
+
+
+def _same_weights(a: Weights, b: Weights) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], np.asarray(b[k])) for k in a)
 
 
 class EvaluatorService:
@@ -73,8 +84,6 @@ class EvaluatorService:
         self._judged = -1  # newest candidate version gated
         self._measured = -1  # best version last measured against greedy
         self._matches = 0
-        best = read_best(self.run_dir, verify=False)
-        self._recorded_best = -1 if best is None else int(best.version)
         self.last_gate: dict[str, Any] | None = None
         self.vs_greedy: dict[str, Any] | None = None
         for e in read_jsonl(self.run_dir / "evaluations.jsonl"):  # a restarted evaluator reports as before
@@ -97,35 +106,35 @@ class EvaluatorService:
         """Evaluate until :meth:`stop`; every exception is logged before it ends the actor."""
         import ray
 
-        best: tuple[int, dict[str, np.ndarray]] | None = None
         try:
+            best = self.reconcile()
             while not self._stop.is_set():
-                # A few bytes a poll; the best weights travel only when a new version appears.
+                # A few bytes a poll; weights travel only when a new best appears.
                 version = int(ray.get(self.registry.best_version.remote()))
-                if version < 0:
-                    time.sleep(0.5)
-                    continue
-                if best is None or best[0] != version:
-                    best = ray.get(self.registry.best.remote())
-                    if best is None:
+                if best is None:  # no best on disk yet: the registry's (stage 1's network) is the first
+                    first = ray.get(self.registry.best.remote()) if version >= 0 else None
+                    if first is None:
+                        time.sleep(0.5)
                         continue
-                    version = best[0]
-                weights = best[1]
-                if version != self._recorded_best:
-                    self._record_first_best(version, weights)
-                if version != self._measured:
-                    self._against_greedy(version, weights)
+                    best = self._record_first_best(*first)
                     continue
-                candidate = ray.get(self.registry.candidate_after.remote(max(self._judged, version)))
+                if version != best[0]:  # the registry restarted, or was given another best: disk wins
+                    log.warning("registry's best is v%d, best.json's v%d: restoring v%d", version, best[0], best[0])
+                    ray.get(self.registry.set_best.remote(*best))
+                    continue
+                if best[0] != self._measured:
+                    self._against_greedy(*best)
+                    continue
+                candidate = ray.get(self.registry.candidate_after.remote(max(self._judged, best[0])))
                 if candidate is None:
                     time.sleep(0.5)
                     continue
-                self._gate(candidate, best)
+                best = self._gate(candidate, best)
         except Exception:
             log.exception("evaluator failed")
             raise
 
-    def player(self, weights: dict[str, np.ndarray], name: str) -> Any:
+    def player(self, weights: Weights, name: str) -> Any:
         """The network of ``weights`` as the evaluation games play it: the player
         ``mcts:model=FILE,sims=S`` of the file :meth:`_write_model` writes for them."""
         return network_player_from_weights(
@@ -144,7 +153,8 @@ class EvaluatorService:
         self._matches += 1
         return int(np.random.SeedSequence([self.seed, 7, self._matches, time.time_ns()]).generate_state(1)[0])
 
-    def _gate(self, candidate: tuple[int, dict[str, np.ndarray]], best: tuple[int, dict[str, np.ndarray]]) -> None:
+    def _gate(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
+        """Play the candidate against the best; returns the best after the verdict."""
         (cv, cw), (bv, bw) = candidate, best
         gate = Gate(self.evaluation.gate)
         match = play_match(
@@ -159,30 +169,131 @@ class EvaluatorService:
         )
         result = gate.result()
         if result.decision == "continue":
-            return  # stopped midway: no verdict to record
-        self._judged = cv
+            return best  # stopped midway: no verdict to record
         entry = {
             "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
             "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
             "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
             "simulations": self.evaluation.simulations,
         }
+        return self._judge(entry, cw, best)
+
+    def _judge(self, entry: dict[str, Any], weights: Weights, best: tuple[int, Weights]) -> tuple[int, Weights]:
+        """Record a gate's verdict ``entry`` on the candidate of ``weights``; promote it if the
+        verdict says so. Returns the best model after the verdict."""
+        cv, bv = int(entry["candidate"]), int(entry["best"])
+        self._judged = cv
         append_jsonl(self.run_dir / "evaluations.jsonl", entry)
         self.last_gate = entry
-        self.metrics.set("hopzero_gate_score", float(result.score))
-        self.metrics.inc("hopzero_gate_games", result.games)
-        self.ladder.record(f"v{cv}", f"v{bv}", result.wins, result.draws, result.losses)
-        log.info("gate v%d vs v%d: %s (%s)", cv, bv, result.decision, result.reason)
-        if result.decision == "promote":
-            self._promote(cv, cw, float(result.score), result.games, expect=bv)
+        self.metrics.set("hopzero_gate_score", float(entry["score"]))
+        self.metrics.inc("hopzero_gate_games", int(entry["games"]))
+        self.ladder.record(f"v{cv}", f"v{bv}", entry["wins"], entry["draws"], entry["losses"])
+        log.info("gate v%d vs v%d: %s (%s)", cv, bv, entry["decision"], entry["reason"])
+        if entry["decision"] != "promote":
+            return best
+        self._reached("verdict")
+        return self._promote(cv, weights, float(entry["score"]), int(entry["games"]), expect=bv)
 
-    def _write_model(self, version: int, weights: dict[str, np.ndarray]) -> Path:
+    # -- promotion: best.json is the truth ----------------------------------------------------------
+    #
+    # A promotion, in order, each step durable before the next (PROMOTION_STEPS names the
+    # boundaries, where _reached is called):
+    #   verdict     the gate's entry in evaluations.jsonl says "promote"
+    #   model_file  models/model-V.pt (kept, not rewritten, when present with these weights)
+    #   pointer     best.json names V: the commit
+    #   history     the line of promotions.jsonl (once)
+    #   registry    the registry's best switched: the actors take V up
+    # Killed anywhere, the restarted evaluator (reconcile) finishes a committed promotion, completes
+    # one that has its verdict while the judged weights can still be had (the model file, else the
+    # registry's candidate), or else undoes it: the candidate is gated again.
+
+    PROMOTION_STEPS = ("verdict", "model_file", "pointer", "history", "registry")
+
+    def _reached(self, step: str) -> None:
+        """Promotion step ``step`` (one of :attr:`PROMOTION_STEPS`) is durable. Nothing to do: the
+        tests that kill the evaluator at every step end it here."""
+
+    def reconcile(self) -> tuple[int, Weights] | None:
+        """On start: finish or undo the promotion a crash interrupted, then bring the registry in
+        line with ``best.json``. Returns the best model ``(version, weights)``, None before the
+        first. A pointer whose model file is missing or damaged raises ``PromotionError``: no
+        best model can be trusted then, a person must look (docs/reliability/promotion.md)."""
+        import ray
+
+        disk = read_best(self.run_dir)  # verified against the model file's SHA-256
+        if disk is not None:
+            log_promotion(self.run_dir, disk)  # killed between the pointer and its log line
+        pending = self._pending_verdict(None if disk is None else int(disk.version))
+        if pending is not None:
+            version, weights = pending["candidate"], self._judged_weights(pending["candidate"])
+            if weights is not None:
+                log.warning("completing the promotion of v%d a restart interrupted", version)
+                return self._promote(version, weights, float(pending["score"]), int(pending["games"]),
+                                     expect=pending["best"])
+            log.warning("undoing the promotion of v%d a restart interrupted (its weights are gone): "
+                        "candidates newer than v%d are gated again", version, pending["best"])
+            self._judged = pending["best"]
+        if disk is None:
+            return None
+        best = (int(disk.version), self._model_weights(disk.checkpoint(self.run_dir)))
+        if int(ray.get(self.registry.best_version.remote())) != best[0]:
+            log.warning("registry's best is not best.json's v%d: restoring it", best[0])
+            ray.get(self.registry.set_best.remote(*best))
+        self.metrics.set("hopzero_best_version", best[0])
+        return best
+
+    def _pending_verdict(self, disk_version: int | None) -> dict[str, Any] | None:
+        """The last gate entry if it says "promote" and best.json still names the model it beat:
+        a promotion killed between its verdict and its commit."""
+        gates = [e for e in read_jsonl(self.run_dir / "evaluations.jsonl") if e.get("kind") == "gate"]
+        if not gates or gates[-1].get("decision") != "promote" or disk_version is None:
+            return None
+        last = gates[-1]
+        if int(last["best"]) != disk_version or int(last["candidate"]) <= disk_version:
+            return None
+        return {k: int(last[k]) if k != "score" else float(last[k]) for k in ("candidate", "best", "score", "games")}
+
+    def _judged_weights(self, version: int) -> Weights | None:
+        """The weights of ``version`` as they were judged: its model file if one was written whole,
+        else the registry's candidate if it is still that version; None when both are gone."""
+        import ray
+
+        path = self._model_path(version)
+        if path.is_file():
+            try:
+                return self._model_weights(path, version=version)
+            except ValueError as exc:
+                log.warning("%s", exc)
+        candidate = ray.get(self.registry.candidate_after.remote(version - 1))
+        return candidate[1] if candidate is not None and int(candidate[0]) == version else None
+
+    def _model_path(self, version: int) -> Path:
+        return self.run_dir / "models" / f"model-{version:010d}.pt"
+
+    def _model_weights(self, path: Path, *, version: int | None = None) -> Weights:
+        """The weights of a model file, as the registry keeps them; ``ValueError`` (one line) for a
+        damaged file or one that holds another version."""
+        state, _ = read_model_file(path)
+        recorded = (state.get("input") or {}).get("version")
+        if version is not None and recorded != version:
+            raise ValueError(f"{path}: holds model version {recorded!r}, not {version}")
+        return {k: v.numpy().copy() for k, v in state["state_dict"].items()}
+
+    def _write_model(self, version: int, weights: Weights) -> Path:
+        """The model file of ``version``; one already there with these weights is kept as it is
+        (a promotion repeated after a crash keeps its file's bytes and digest)."""
         from learner.model import PolicyValueNet, save_net
         from learner.training import load_weights_into
 
+        path = self._model_path(version)
+        if path.is_file():
+            try:
+                if _same_weights(self._model_weights(path, version=version), weights):
+                    return path
+            except ValueError as exc:
+                log.warning("rewriting the model file: %s", exc)
         model = PolicyValueNet(self.net_config)
         load_weights_into(model, weights)
-        path = self.run_dir / "models" / f"model-{version:010d}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
         info = {"encoding": self.network.encoding, "history": self.network.history,
                 "preset": self.rules.name, "version": int(version), "config_hash": self.config_hash,
@@ -190,26 +301,31 @@ class EvaluatorService:
         save_net(model, path, input=info)
         return path
 
-    def _record_first_best(self, version: int, weights: dict[str, np.ndarray]) -> None:
-        """The stage-1 network (or a best restored by the driver) gets its file and pointer."""
+    def _record_first_best(self, version: int, weights: Weights) -> tuple[int, Weights]:
+        """No best.json yet: the registry's best (stage 1's network) gets its file and pointer."""
         path = self._write_model(version, weights)
-        expect = "" if self._recorded_best < 0 else self._recorded_best
-        promote(self.run_dir, version, path, score=0.0, games=0, expect_current=expect)
-        self._recorded_best = version
+        promote(self.run_dir, version, path, score=0.0, games=0, expect_current="")
         self.metrics.set("hopzero_best_version", version)
+        return version, weights
 
-    def _promote(self, version: int, weights: dict[str, np.ndarray], score: float, games: int, *, expect: int) -> None:
+    def _promote(self, version: int, weights: Weights, score: float, games: int, *, expect: int) -> tuple[int, Weights]:
+        """Steps model_file .. registry of a promotion (see above); returns the new best."""
         import ray
 
         path = self._write_model(version, weights)
-        promote(self.run_dir, version, path, score=score, games=games, expect_current=expect)
-        self._recorded_best = version  # the file and pointer first, then the actors switch
-        ray.get(self.registry.promote.remote(version, weights))
+        self._reached("model_file")
+        best = write_pointer(self.run_dir, version, path, score=score, games=games, expect_current=expect)
+        self._reached("pointer")
+        log_promotion(self.run_dir, best)
+        self._reached("history")
+        ray.get(self.registry.promote.remote(version, weights))  # the file and pointer first, then the actors
+        self._reached("registry")
         self.metrics.inc("hopzero_promotions")
         self.metrics.set("hopzero_best_version", version)
         log.info("promoted v%d (score %.3f over %d games)", version, score, games)
+        return version, weights
 
-    def _against_greedy(self, version: int, weights: dict[str, np.ndarray]) -> None:
+    def _against_greedy(self, version: int, weights: Weights) -> None:
         cfg = self.evaluation
         match = play_match(
             self.rules,

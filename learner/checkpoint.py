@@ -29,16 +29,11 @@ new one, never a half-written checkpoint under a checkpoint's name.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import pickle
 import platform
 import random
 import re
-import struct
-import warnings
-import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +43,14 @@ import numpy as np
 import torch
 
 from learner.model import NET_FORMAT, NetConfig
+from learner.torch_files import check_digest, content_digest, read_torch_file, remove_stale_temporaries, write_atomic
 from learner.training import LearnerConfig, Trainer
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "Checkpoint",
     "CheckpointError",
+    "checkpoint_from_data",
     "checkpoint_paths",
     "latest_checkpoint",
     "load_checkpoint",
@@ -129,42 +126,7 @@ def restore_rng_state(state: Mapping[str, Any]) -> None:
 
 # ---- integrity digest ---------------------------------------------------------------------------
 
-
-def _digest_feed(h: Any, obj: Any) -> None:
-    """Feed ``obj`` into hash ``h`` in a canonical, type-tagged way (dict order as stored)."""
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().to("cpu").contiguous()
-        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(obj, Mapping):
-        h.update(b"D%d" % len(obj))
-        for k, v in obj.items():
-            _digest_feed(h, k)
-            _digest_feed(h, v)
-    elif isinstance(obj, (list, tuple)):
-        h.update(b"L" if isinstance(obj, list) else b"U")
-        h.update(b"%d" % len(obj))
-        for v in obj:
-            _digest_feed(h, v)
-    elif obj is None or isinstance(obj, bool):
-        h.update(b"N" if obj is None else (b"T1" if obj else b"T0"))
-    elif isinstance(obj, int):
-        h.update(b"I%d;" % obj)
-    elif isinstance(obj, float):
-        h.update(b"F" + struct.pack("<d", obj))
-    elif isinstance(obj, str):
-        b = obj.encode("utf-8")
-        h.update(b"S%d:" % len(b) + b)
-    elif isinstance(obj, bytes):
-        h.update(b"B%d:" % len(obj) + obj)
-    else:
-        raise TypeError(f"{type(obj).__name__} cannot go into a checkpoint (plain types and tensors only)")
-
-
-def _digest(payload: Mapping[str, Any]) -> str:
-    h = hashlib.sha256()
-    _digest_feed(h, {k: v for k, v in payload.items() if k != "sha256"})
-    return h.hexdigest()
+_digest = content_digest  # the digest over everything but ``sha256`` (learner.torch_files)
 
 
 _LEAVES = (bool, int, float, str, bytes)
@@ -234,37 +196,6 @@ def _to_cpu(obj: Any) -> Any:
     return obj
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms without directory file descriptors
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: str | os.PathLike[str], state: Mapping[str, Any]) -> Path:
-    """``torch.save(state)`` to ``path`` atomically: same-directory temporary file, flush,
-    fsync, ``os.replace``, fsync of the directory."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(dict(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
-    return path
-
-
 def checkpoint_paths(directory: str | os.PathLike[str]) -> list[Path]:
     """``checkpoint-*.pt`` files in ``directory``, newest (most steps) first; temporary files and
     anything else are ignored."""
@@ -280,53 +211,60 @@ def save_checkpoint(
     *, keep: int | None = None,
 ) -> Path:
     """Write the trainer's state to the directory ``path`` as ``checkpoint-<steps>.pt``,
-    atomically, then delete the older files there so that ``keep`` remain: this one and the
-    ``keep - 1`` with the most steps (default ``keep``: ``trainer.config.keep_checkpoints``).
-    Returns the file written.
+    atomically, then prune the directory so that ``keep`` checkpoints remain: this one and the
+    ``keep - 1`` valid others with the most steps (default ``keep``:
+    ``trainer.config.keep_checkpoints``). Returns the file written.
+
+    Pruning deletes the older files and temporary files a killed writer left, and sets aside as
+    ``NAME.invalid`` a file among the newest that fails validation: a damaged or bogus file must
+    not hold one of the kept places (it is kept for a post-mortem, under a name no reader takes).
 
     ``extra`` must hold plain types and tensors only (``TypeError`` otherwise, before anything is
     written): it is read back with ``weights_only=True``.
     """
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in remove_stale_temporaries(directory, "checkpoint-*.pt"):
+        log.warning("removed %s, left by a writer killed mid-write", stale)
     state = checkpoint_state(trainer, extra)
     out = write_atomic(directory / f"checkpoint-{trainer.steps:010d}.pt", state)
-    keep = trainer.config.keep_checkpoints if keep is None else keep
-    # The file just written always stays, even when a run resumed from an older checkpoint has
-    # more than keep - 1 newer files beside it.
-    others = [p for p in checkpoint_paths(directory) if p != out]
-    for old in others[max(keep, 1) - 1:]:
-        try:
-            old.unlink()
-        except OSError as e:  # another process pruned it first, or a read-only file
-            log.warning("could not delete old checkpoint %s: %s", old, e)
+    _prune(directory, out, trainer.config.keep_checkpoints if keep is None else keep)
     return out
+
+
+def _prune(directory: Path, written: Path, keep: int) -> None:
+    """Keep ``written`` and the ``keep - 1`` newest valid others; the file just written always
+    stays, even when a run resumed from an older checkpoint has more newer files beside it."""
+    kept = 1
+    for p in checkpoint_paths(directory):
+        if p == written:
+            continue
+        try:
+            if kept < keep:
+                _validate(p, _read(p))
+                kept += 1
+                continue
+            p.unlink()
+        except CheckpointError as e:
+            _quarantine(p, e)
+        except OSError as e:  # another process pruned it first, or a read-only file
+            log.warning("could not delete old checkpoint %s: %s", p, e)
+
+
+def _quarantine(path: Path, problem: CheckpointError) -> None:
+    """Set an invalid checkpoint aside under a name :func:`checkpoint_paths` ignores."""
+    try:
+        os.replace(path, path.with_name(path.name + ".invalid"))
+        log.warning("set aside invalid checkpoint as %s.invalid: %s", path.name, problem)
+    except OSError as e:
+        log.warning("could not set aside invalid checkpoint %s: %s", path, e)
 
 
 # ---- reading ------------------------------------------------------------------------------------
 
 
 def _read(path: Path) -> Any:
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
-    try:
-        with warnings.catch_warnings():
-            # A plain pickle file draws a protocol warning before the refusal explained below.
-            warnings.filterwarnings("ignore", message="Detected pickle protocol")
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        # Name the offending global, and nothing of torch's advice on how to allow it.
-        m = re.search(r"GLOBAL (\S+)", str(e))
-        detail = f" (it names {m.group(1)})" if m else " (or uses pickle instructions torch does not accept)"
-        raise CheckpointError(
-            f"{path}: refused: the file pickles Python objects{detail}; weights-only loading allows none, "
-            f"because unpickling them could run code. A hopzero checkpoint holds plain data only."
-        ) from None
-    except (RuntimeError, EOFError, KeyError, ValueError, OSError, zipfile.BadZipFile, struct.error) as e:
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        raise CheckpointError(
-            f"{path}: not a readable torch checkpoint (truncated, damaged or another kind of file): {first}"
-        ) from None
+    return read_torch_file(path, CheckpointError, "checkpoint")
 
 
 def _validate(path: Path, obj: Any) -> dict[str, Any]:
@@ -342,12 +280,7 @@ def _validate(path: Path, obj: Any) -> dict[str, Any]:
     missing = [k for k in _REQUIRED if k not in obj]
     if missing:
         raise CheckpointError(f"{path}: checkpoint lacks required key(s) {missing}")
-    try:
-        digest = _digest(obj)
-    except TypeError as e:
-        raise CheckpointError(f"{path}: damaged checkpoint: {e}") from None
-    if digest != obj["sha256"]:
-        raise CheckpointError(f"{path}: damaged checkpoint: its content does not match its sha256 digest")
+    check_digest(path, obj, CheckpointError, "checkpoint")
     if not isinstance(obj["steps"], int) or obj["steps"] < 0:
         raise CheckpointError(f"{path}: invalid steps {obj['steps']!r}")
     return obj
@@ -357,7 +290,13 @@ def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     """Read and validate a checkpoint file (``weights_only`` loading; digest, format tag, keys and
     configs checked). Raises :class:`CheckpointError` naming the problem."""
     path = Path(path)
-    obj = _validate(path, _read(path))
+    return checkpoint_from_data(path, _read(path))
+
+
+def checkpoint_from_data(path: Path, obj: Any) -> Checkpoint:
+    """The checkpoint ``obj`` (what ``torch.load`` read from ``path``), validated as
+    :func:`load_checkpoint` validates it."""
+    obj = _validate(path, obj)
     try:
         net_config = NetConfig.from_dict(obj["net_config"])
         learner_config = LearnerConfig.from_dict(obj["learner_config"])

@@ -21,9 +21,10 @@ Conventions (fixed for the whole project):
 - Policy index ``piece_id * cells + destination``; ``policy_size = k * n * n`` (294 on cc49).
 - Value: ``(B,)`` in ``[-1, 1]`` from the perspective of the player to move.
 
-Weights travel as :func:`net_state` dicts (config as plain JSON types + ``state_dict`` tensors),
-written with ``torch.save`` and read back with ``torch.load(..., weights_only=True)`` only: a
-checkpoint is data, and unpickling arbitrary objects from a file would run code.
+Weights travel as :func:`net_state` dicts (config as plain JSON types + ``state_dict`` tensors +
+a digest of both), written with ``torch.save`` and read back with ``torch.load(...,
+weights_only=True)`` only: a network file is data, and unpickling arbitrary objects from a file
+would run code; its digest is checked on every load (``learner.torch_files``).
 """
 
 from __future__ import annotations
@@ -31,20 +32,26 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
+from .torch_files import DIGEST_KEY, check_digest, content_digest, read_torch_file, write_atomic
+
 __all__ = [
     "NET_FORMAT",
     "SIZES",
+    "NetFileError",
     "NetConfig",
     "NetworkConfig",
     "PolicyValueNet",
+    "check_net_state",
     "load_net",
     "net_state",
+    "read_net_file",
     "save_net",
 ]
 
@@ -287,26 +294,51 @@ class PolicyValueNet(nn.Module):
 # ---- checkpoints ------------------------------------------------------------------------------
 
 
+class NetFileError(ValueError):
+    """A network file cannot be used; the message (one line) names the file and the problem."""
+
+
 def net_state(model: PolicyValueNet, input: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``{"format", "config", "state_dict"}``: plain types and CPU tensors only, so that
-    ``torch.load(..., weights_only=True)`` reads it back. ``input`` (plain data: the encoding
-    name, history, preset, versions) is stored as ``"input"`` so players know how to feed it."""
+    """``{"format", "config", "state_dict", "input"?, "sha256"}``: plain types and CPU tensors
+    only, so that ``torch.load(..., weights_only=True)`` reads it back. ``input`` (plain data: the
+    encoding name, history, preset, versions) is stored as ``"input"`` so players know how to
+    feed it. ``sha256`` is the digest of the rest (``learner.torch_files``), checked on load."""
     state: dict[str, Any] = {
         "format": NET_FORMAT,
         "config": model.config.to_dict(),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        # .contiguous(): the digest and the file hold the default layout.
+        "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
     }
     if input is not None:
         state["input"] = dict(input)
+    state[DIGEST_KEY] = content_digest(state)
     return state
 
 
 def save_net(model: PolicyValueNet, path: str | os.PathLike[str], input: Mapping[str, Any] | None = None) -> None:
-    """Write :func:`net_state` to ``path`` atomically (temporary file, then rename)."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    torch.save(net_state(model, input), tmp)
-    os.replace(tmp, path)
+    """Write :func:`net_state` to ``path`` atomically (temporary file, fsync, rename)."""
+    write_atomic(path, net_state(model, input))
+
+
+def read_net_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The :func:`net_state` dict a network file holds, read with ``weights_only=True`` and
+    checked by :func:`check_net_state`. Every problem is one :class:`NetFileError`."""
+    return check_net_state(Path(path), read_torch_file(Path(path), NetFileError, "network file"))
+
+
+def check_net_state(where: Path, obj: Any) -> dict[str, Any]:
+    """``obj``, read from the file ``where``, if it is a whole network file: format tag, keys and
+    digest; :class:`NetFileError` otherwise."""
+    if not isinstance(obj, dict):
+        raise NetFileError(f"{where}: not a hopzero network file (holds a {type(obj).__name__}, not a dict)")
+    if obj.get("format") != NET_FORMAT:
+        raise NetFileError(f"{where}: not a hopzero network file (format tag {obj.get('format')!r}, "
+                           f"expected {NET_FORMAT!r})")
+    missing = [k for k in ("config", "state_dict") if k not in obj]
+    if missing:
+        raise NetFileError(f"{where}: network file lacks required key(s) {missing}")
+    check_digest(where, obj, NetFileError, "network file")
+    return obj
 
 
 def load_net(
@@ -314,28 +346,35 @@ def load_net(
     *,
     config: NetConfig | None = None,
     map_location: str | torch.device = "cpu",
+    name: str | None = None,
 ) -> PolicyValueNet:
-    """A :class:`PolicyValueNet` from a :func:`net_state` dict or a file holding one.
+    """A :class:`PolicyValueNet` from a :func:`net_state` dict or a network file (``name``: the
+    file a dict was read from, for messages).
 
-    Files are read with ``torch.load(weights_only=True)`` (no arbitrary unpickling). ``source``
-    may also be a bare ``state_dict`` or a dict whose ``"model"``/``"state_dict"`` entry is one,
-    in which case ``config`` must be given (or the dict must carry ``"config"``).
+    A file is read and checked by :func:`read_net_file` (``weights_only``, digest). A dict may also
+    be a bare ``state_dict`` or hold one under ``"model"``/``"state_dict"``, in which case
+    ``config`` must be given (or the dict must carry ``"config"``). A file whose weights do not
+    fit its config raises :class:`NetFileError`.
     """
-    if isinstance(source, (str, os.PathLike)):
-        obj = torch.load(os.fspath(source), map_location=map_location, weights_only=True)
-    else:
-        obj = source
+    obj = read_net_file(source) if isinstance(source, (str, os.PathLike)) else source
     if not isinstance(obj, Mapping):
         raise ValueError(f"expected a dict of weights, got {type(obj).__name__}")
     fmt = obj.get("format")
     if fmt is not None and fmt != NET_FORMAT:
         raise ValueError(f"unsupported network format {fmt!r}; this code reads {NET_FORMAT!r}")
     state = obj.get("state_dict", obj.get("model", obj))
-    if config is None:
-        if "config" not in obj:
-            raise ValueError("a bare state_dict needs config=NetConfig(...)")
-        cfg = obj["config"]
-        config = cfg if isinstance(cfg, NetConfig) else NetConfig.from_dict(cfg)
-    model = PolicyValueNet(config)
-    model.load_state_dict(state)
+    where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else (name or "network state")
+    if config is None and "config" not in obj:
+        raise ValueError("a bare state_dict needs config=NetConfig(...)")
+    try:
+        if config is None:
+            cfg = obj["config"]
+            config = cfg if isinstance(cfg, NetConfig) else NetConfig.from_dict(cfg)
+        model = PolicyValueNet(config)
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, ValueError) as e:
+        # torch's message lists every mismatched tensor; the first line says enough.
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise NetFileError(f"{where}: the weights do not fit the network: {first}") from None
+    model.to(map_location)
     return model

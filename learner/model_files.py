@@ -1,7 +1,9 @@
-"""Where a ``model=`` option points: a network file, a checkpoint, a run directory, ``shipped``.
+"""Where a ``model=`` option points: a network file, a checkpoint, a run directory, ``shipped``;
+and what such a file holds.
 
 - a file: a network file (``learner.model.save_net`` format, optionally with an ``"input"``
-  entry naming its encoding) or a learner checkpoint;
+  entry naming its encoding) or a learner checkpoint (its network, and the encoding and
+  exploration constant of the run config it carries);
 - a directory: a training run directory; its current best model (``best.json``, written
   atomically by the evaluator) is used;
 - ``shipped``: the model packaged with hopzero for the game's preset (``hopzero/models``).
@@ -11,12 +13,16 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ccengine.rules import Rules
 
 from .run_files import read_best
 
-__all__ = ["ModelNotFoundError", "resolve_model_source", "shipped_model_path"]
+__all__ = ["ModelNotFoundError", "model_meta", "read_model_file", "resolve_model_source", "shipped_model_path"]
+
+#: What a model file's ``input`` entry may tell a player about its network.
+_META = ("encoding", "history", "c_puct")
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -52,3 +58,38 @@ def resolve_model_source(rules: Rules, model: str) -> Path:
     if not path.is_file():
         raise ModelNotFoundError(f"model {model!r}: no such file or run directory (or 'shipped')")
     return path
+
+
+def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The network a model file holds, as a ``learner.model.net_state`` dict, and what the file
+    says about it (``encoding``, ``history``, ``c_puct``, where recorded).
+
+    ``path`` is a network file or a learner checkpoint; either is read with
+    ``weights_only=True`` and its digest checked. Every problem is one ``ValueError`` naming the
+    file (``learner.model.NetFileError`` or ``learner.checkpoint.CheckpointError``).
+    """
+    from .checkpoint import CHECKPOINT_FORMAT, checkpoint_from_data  # torch only when a file is read
+    from .model import NET_FORMAT, NetFileError, check_net_state
+    from .torch_files import read_torch_file
+
+    where = Path(path)
+    if not where.is_file():
+        raise ModelNotFoundError(f"model {str(path)!r}: no such file")
+    raw = read_torch_file(where, NetFileError, "network file")
+    if isinstance(raw, dict) and raw.get("format") == CHECKPOINT_FORMAT:
+        ck = checkpoint_from_data(where, raw)
+        run = ck.extra.get("config") if isinstance(ck.extra.get("config"), dict) else {}
+        network, search = run.get("network") or {}, run.get("search") or {}
+        meta = {"encoding": network.get("encoding"), "history": network.get("history"),
+                "c_puct": search.get("c_puct")}
+        state = {"format": NET_FORMAT, "config": ck.net_config.to_dict(), "state_dict": ck.model_state}
+        return state, {k: v for k, v in meta.items() if v is not None}
+    state = check_net_state(where, raw)
+    return state, model_meta(state)
+
+
+def model_meta(state: dict[str, Any]) -> dict[str, Any]:
+    """What a network file's ``input`` entry says about its network (``encoding``, ``history``,
+    ``c_puct``), where present."""
+    info = state.get("input")
+    return {k: info[k] for k in _META if k in info} if isinstance(info, dict) else {}

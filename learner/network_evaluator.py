@@ -18,6 +18,7 @@ from ccengine.rules import Rules
 
 from .inference import Inference
 from .model import NetConfig, PolicyValueNet, load_net
+from .model_files import model_meta, read_model_file
 
 __all__ = ["NetworkEvaluator", "load_network_evaluator"]
 
@@ -109,17 +110,11 @@ def load_net_with_meta(source: str | Path | dict[str, Any]) -> tuple[PolicyValue
     """A network and what its file says about it (``encoding``, ``history`` and the ``c_puct`` it
     was trained with, where present).
 
-    Network files written for play carry an ``"input"`` entry beside ``net_state``'s keys; the
-    file is read once, with ``torch.load(weights_only=True)``.
+    ``source``: a network file or a learner checkpoint (read once, ``weights_only``, its digest
+    checked: ``learner.model_files.read_model_file``), or a ``net_state`` dict whose ``"input"``
+    entry carries what a network file's does.
     """
     if isinstance(source, dict):
-        data = source
-    else:
-        import torch
-
-        data = torch.load(Path(source), map_location="cpu", weights_only=True)
-        if not isinstance(data, dict):
-            raise ValueError(f"{source}: expected a network file (a dict of weights), got {type(data).__name__}")
-    info = data.get("input")
-    meta = {k: info[k] for k in ("encoding", "history", "c_puct") if k in info} if isinstance(info, dict) else {}
-    return load_net(data), meta
+        return load_net(source), model_meta(source)
+    data, meta = read_model_file(source)
+    return load_net(data, name=str(source)), meta

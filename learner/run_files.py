@@ -28,6 +28,7 @@ __all__ = [
     "PromotionError",
     "append_jsonl",
     "atomic_write_text",
+    "fsync_dir",
     "read_best",
     "read_jsonl",
     "read_pointer",
@@ -97,7 +98,7 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     """Make a rename durable: the directory entry lives in the directory's own data."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -127,7 +128,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def read_pointer(run_dir: Path) -> BestModel | None:

@@ -303,3 +303,33 @@ def test_resume_from_latest_after_crash(tmp_path):
     r = trainer_from_checkpoint(ck)
     assert r.step(BATCHES[4]) == trainer_from_checkpoint(ck.path).step(BATCHES[4])
     assert os.path.basename(str(ck.path)) == "checkpoint-0000000004.pt"
+
+
+# ---- leftovers and bogus files do not pile up ---------------------------------------------------
+
+
+def test_a_dead_writers_temporary_files_are_removed_when_saving(tmp_path):
+    leftovers = [tmp_path / ".checkpoint-0000000009.pt.tmp.123", tmp_path / ".checkpoint-0000000001.pt.tmp.99999"]
+    for p in leftovers:
+        p.write_bytes(b"PK\x03\x04 half a zip")
+    other = tmp_path / ".notes.tmp.1"
+    other.write_text("not ours")
+    saved(tmp_path, steps=2)
+    assert not any(p.exists() for p in leftovers)
+    assert other.exists()  # only checkpoint temporaries are the learner's to clear
+
+
+def test_an_invalid_file_holds_no_kept_place(tmp_path, caplog):
+    """A bogus high-numbered file used to count as one of the newest ``keep``: good checkpoints
+    were deleted while it stayed forever. Now it is set aside, and the good ones are kept."""
+    t = Trainer(TINY, dataclasses.replace(CONFIGS["paper"], keep_checkpoints=2))
+    bogus = tmp_path / "checkpoint-9999999999.pt"
+    bogus.write_bytes(b"not a checkpoint at all")
+    with caplog.at_level(logging.WARNING, logger="hopzero.learner.checkpoint"):
+        for i in range(3):
+            t.step(BATCHES[i])
+            save_checkpoint(tmp_path, t)
+    assert [p.name for p in checkpoint_paths(tmp_path)] == ["checkpoint-0000000003.pt", "checkpoint-0000000002.pt"]
+    assert not bogus.exists() and (tmp_path / "checkpoint-9999999999.pt.invalid").read_bytes() == b"not a checkpoint at all"
+    assert "set aside invalid checkpoint" in caplog.text
+    assert latest_checkpoint(tmp_path).steps == 3

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from evaluator import promotion
-from evaluator.promotion import HISTORY_FILE, promote, promotion_history
+from evaluator.promotion import HISTORY_FILE, log_promotion, promote, promotion_history, write_pointer
 from learner.run_files import BEST_FILE, PromotionError, read_best, sha256_file
 
 
@@ -141,3 +141,32 @@ def test_checkpoint_outside_the_run_is_stored_absolute(run, tmp_path_factory):
     best = promote(run, 7, elsewhere, score=0.6, games=40)
     assert os.path.isabs(best.path)
     assert read_best(run).checkpoint(run) == elsewhere.resolve()
+
+
+def test_a_promotion_repeated_after_a_crash_changes_nothing(run):
+    """The restarted evaluator runs a promotion again: the pointer stays, no second log line."""
+    promote(run, 1, checkpoint(run, 1), score=0.6, games=40, expect_current="")
+    first = promote(run, 2, checkpoint(run, 2), score=0.7, games=40, expect_current=1)
+    pointer, history = (run / BEST_FILE).read_bytes(), (run / HISTORY_FILE).read_bytes()
+    again = promote(run, 2, checkpoint(run, 2), score=0.7, games=40, expect_current=1)
+    assert again == first
+    assert (run / BEST_FILE).read_bytes() == pointer and (run / HISTORY_FILE).read_bytes() == history
+
+
+def test_a_pointer_without_its_log_line_gets_it_once(run):
+    promote(run, 1, checkpoint(run, 1), score=0.6, games=40)
+    best = write_pointer(run, 2, checkpoint(run, 2), score=0.7, games=40, expect_current=1)  # then killed
+    assert [b.version for b in promotion_history(run)] == ["1"]
+    assert log_promotion(run, read_best(run)) is True
+    assert log_promotion(run, read_best(run)) is False
+    assert promotion_history(run) == [promotion_history(run)[0], best]
+
+
+def test_an_append_after_a_torn_line_drops_the_torn_line(run):
+    """A crash mid-append left half a line; the next promotion must not glue onto it (that made
+    a complete, damaged line and the whole history unreadable)."""
+    promote(run, 1, checkpoint(run, 1), score=0.6, games=40)
+    with open(run / HISTORY_FILE, "a") as f:
+        f.write('{"version": "2", "pa')
+    promote(run, 3, checkpoint(run, 3), score=0.6, games=40)
+    assert [b.version for b in promotion_history(run)] == ["1", "3"]
