@@ -263,6 +263,53 @@ def test_a_killed_drivers_redis_server_is_reused_not_doubled_and_its_data_kept(t
     assert len(after) > len(before), "the rerun wrote no games"
 
 
+HOLD_SERVER = """
+import sys, time
+from hopzero.redis_server import LocalRedis
+server = LocalRedis(sys.argv[1], persistent=False)
+server.start()
+print(server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_directory_is_never_served_twice_and_a_live_drivers_server_is_not_taken(tmp_path):
+    """The lock, without Ray: a stand-in driver holds the directory's server; a second start is
+    refused while it lives, and takes the server over (same pid, same data) once it is killed."""
+    import sys
+
+    from hopzero.redis_server import RedisDirectoryBusy
+
+    directory = tmp_path / "redis"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_SERVER, str(directory)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(holder.stdout.readline())
+        port = json.loads((directory / "server.json").read_text())["port"]
+        password = (directory / "password").read_text().strip()
+        redis.Redis(host="127.0.0.1", port=port, password=password).set("kept", "yes")
+        with pytest.raises(RedisDirectoryBusy, match=f"driver pid {holder.pid}, which is still running"):
+            LocalRedis(directory, persistent=False).start(timeout=2)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert redis_servers_serving(directory) == [pid]
+    server = LocalRedis(directory, persistent=False)
+    try:
+        server.start()
+        assert (server.reused, server.pid) == (True, pid)
+        assert redis.Redis.from_url(server.url).get("kept") == b"yes"
+        anonymous = redis.Redis(host="127.0.0.1", port=server.port)
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.get("kept")
+        anonymous.close()
+        server.stop()
+        assert redis_servers_serving(directory) == [], "stop() left the server it took over running"
+    finally:
+        for orphan in redis_servers_serving(directory):  # a failed test leaves no server behind
+            os.kill(orphan, signal.SIGTERM)
+    assert (directory / "password").stat().st_mode & 0o777 == 0o600
+
+
 # -- 3 and 4. a local Ray on loopback, and no object-store warning ---------------------------------
 
 
