@@ -218,8 +218,15 @@ def test_a_run_on_another_runs_key_prefix_is_refused_before_anything_starts(shar
 
 
 def test_a_killed_drivers_redis_server_is_reused_not_doubled_and_its_data_kept(tmp_path):
-    run_dir = tmp_path / "run"
-    redis_dir = run_dir / "redis"
+    redis_dir = tmp_path / "run" / "redis"
+    try:
+        _kill_the_driver_and_run_again(tmp_path / "run", redis_dir)
+    finally:
+        for orphan in redis_servers_serving(redis_dir):  # a failed test leaves no server behind
+            os.kill(orphan, signal.SIGTERM)
+
+
+def _kill_the_driver_and_run_again(run_dir: Path, redis_dir: Path) -> None:
     driver = start_train(run_dir, "replay.backend=redis", "run.minutes=4")
     try:
         wait_for(lambda: (redis_dir / "server.json").is_file() and (run_dir / "run.json").is_file(), 120,
