@@ -214,6 +214,22 @@ def test_a_run_on_another_runs_key_prefix_is_refused_before_anything_starts(shar
     assert again.returncode == 0, again.stdout + again.stderr
 
 
+def test_a_bad_key_prefix_or_an_unreachable_redis_is_one_line_and_starts_nothing(tmp_path):
+    bad = run_train(tmp_path / "bad", "replay.key_prefix=two words", extra=("--redis-url", "redis://127.0.0.1:1/0"),
+                    timeout=120)
+    assert bad.returncode == 2 and bad.stdout == "", bad.stdout + bad.stderr
+    assert bad.stderr.strip() == ("hopzero train: error: replay.key_prefix='two words': "
+                                  "use 1-200 characters of A-Z a-z 0-9 _ . : -"), bad.stderr
+
+    from hopzero.redis_server import free_port
+    from hopzero.train import RunStartError, _claim_prefix
+
+    url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"  # nothing listens there
+    with pytest.raises(RunStartError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1:\d+/0") as caught:
+        _claim_prefix(url, "p", "run-a", wait_s=0)
+    assert "s3cret" not in str(caught.value)
+
+
 # -- 2. the local redis-server of a killed driver ------------------------------------------------
 
 
