@@ -1,6 +1,7 @@
 """The Redis backend of the replay buffer: one stream of game records and one run-identity key.
 
-Layout under a ``prefix`` (default ``hopzero``; docs/REPLAY.md):
+Layout under a ``prefix``, one per run (a run's is ``ReplayConfig.key_prefix_for(run_id)``,
+``hopzero:<run id>`` unless set; docs/REPLAY.md):
 
 - ``<prefix>:run``  hash ``{run_id, incarnation, created}``. Created if absent (NX semantics) by
   the first writer or reader of a run; ``incarnation`` is a fresh random token each time it is
