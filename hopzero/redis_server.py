@@ -185,7 +185,8 @@ class LocalRedis:
             if time.monotonic() >= deadline:  # e.g. a server still starting, or one without server.json
                 raise RedisDirectoryBusy(
                     f"{self.directory}/lock is held but no redis-server of this directory answers "
-                    f"(server.json: pid {pid}, port {port}): stop the process that holds it (fuser {self.directory}/lock)"
+                    f"(server.json: pid {pid}, port {port}): stop the process that holds it "
+                    f"(fuser {self.directory}/lock)"
                 )
             time.sleep(0.2)
 

@@ -20,6 +20,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -67,7 +68,9 @@ def screen(run_dir: Path) -> str:
     return Path(f"{run_dir}.out").read_text(errors="replace")
 
 
-def run_train(run_dir: Path, *settings: str, extra: tuple[str, ...] = (), timeout: float = 420) -> subprocess.CompletedProcess[str]:
+def run_train(
+    run_dir: Path, *settings: str, extra: tuple[str, ...] = (), timeout: float = 420
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*train_args(run_dir, *settings), *extra], capture_output=True, text=True,
                           timeout=timeout, cwd=run_dir.parent)
 
@@ -113,7 +116,8 @@ def redis_servers_serving(directory: Path) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            if (entry / "comm").read_text().strip() != "redis-server" or (entry / "stat").read_text().split(")")[-1].split()[0] == "Z":
+            zombie = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+            if zombie or (entry / "comm").read_text().strip() != "redis-server":
                 continue
             if Path(os.readlink(entry / "cwd")).resolve() == directory.resolve():
                 found.append(int(entry.name))
@@ -299,8 +303,6 @@ time.sleep(600)
 def test_a_directory_is_never_served_twice_and_a_live_drivers_server_is_not_taken(tmp_path):
     """The lock, without Ray: a stand-in driver holds the directory's server; a second start is
     refused while it lives, and takes the server over (same pid, same data) once it is killed."""
-    import sys
-
     from hopzero.redis_server import RedisDirectoryBusy
 
     directory = tmp_path / "redis"

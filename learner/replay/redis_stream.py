@@ -314,7 +314,8 @@ class RedisReplay(ReaderBase):
             return "again"
         if run != self.run_id:
             if self._foreign != run:
-                log.error("replay: %s; reading nothing until it is ours", foreign_message(self.prefix, run, self.run_id))
+                log.error("replay: %s; reading nothing until it is ours",
+                          foreign_message(self.prefix, run, self.run_id))
                 self._foreign = run
                 self._restart(f"foreign run {run!r} owns the buffer")
             return "foreign"
