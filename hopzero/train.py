@@ -22,10 +22,10 @@ from pathlib import Path
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
-from hopzero.config import TrainConfig
+from hopzero.config import ConfigError, TrainConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["LEARNER_RESOURCE", "Placement", "neutral_directory", "plan_placement", "train"]
+__all__ = ["LEARNER_RESOURCE", "Placement", "RunStartError", "neutral_directory", "plan_placement", "train"]
 
 log = logging.getLogger("hopzero.train")
 
@@ -104,27 +104,23 @@ def train(
     rundir = RunDir(Path(run_dir).resolve())
     info = rundir.start(config, versions_now())
     run_id = info["run_id"]
-    started_ray = not ray.is_initialized()
-    if started_ray:
-        with neutral_directory(rundir.path):
-            if ray_address:
-                ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
-            else:
-                start_local_ray()
-    resources = ray.cluster_resources()
-    nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
-    place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
     redis_server = None
+    started_ray = False
     try:
+        # The Redis buffer first: a run that may not use it is refused before anything starts.
         if config.replay.backend == "redis":
-            url = redis_url or config.replay.redis_url
-            if not url:
-                from hopzero.redis_server import LocalRedis
-
-                redis_server = LocalRedis(rundir.path / "redis")
-                url = redis_server.start()
-            link = ReplayLink("redis", run_id, redis_url=url)
-        else:
+            link, redis_server = _open_redis(config, rundir, run_id, redis_url or config.replay.redis_url, out)
+        started_ray = not ray.is_initialized()
+        if started_ray:
+            with neutral_directory(rundir.path):
+                if ray_address:
+                    ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
+                else:
+                    start_local_ray()
+        resources = ray.cluster_resources()
+        nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+        place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
+        if config.replay.backend != "redis":
             from learner.replay import MemoryReplay
 
             # Held until the run ends: Ray collects an actor, named or not, once no handle is left.
@@ -144,23 +140,93 @@ def train(
             ray.shutdown()
 
 
-def start_local_ray() -> None:
-    """A Ray of this machine only, without its dashboard.
+class RunStartError(ConfigError):
+    """The run cannot start as configured (its Redis key prefix is another run's, its Redis is
+    unreachable or its directory's server is in use): one line, nothing started."""
 
-    Ray 2.60 cannot be made to listen on loopback only: it resolves a node address of 127.0.0.1
-    to the machine's reachable address (``services.resolve_ip_for_localhost``), and its gRPC
-    servers (GCS, raylet, workers) and metrics agent bind every interface. What keeps other
-    machines out is Ray's token authentication, on by default for a local Ray (docs/DEPLOY.md);
-    Ray's notice that it turned it on is kept off a newcomer's screen."""
+
+def _open_redis(
+    config: TrainConfig, rundir: RunDir, run_id: str, url: str, out: TextIO
+) -> tuple[Any, Any]:
+    """The run's link to Redis, its key prefix claimed; and the local server started (or reused)
+    for it when no URL is given. Raises :class:`RunStartError` when the run may not start."""
+    from learner.replay import ReplayLink
+
+    try:
+        prefix = config.replay.key_prefix_for(run_id)
+    except ValueError as exc:
+        raise RunStartError(str(exc)) from None
+    server = None
+    if not url:
+        from hopzero.redis_server import LocalRedis, RedisDirectoryBusy
+
+        server = LocalRedis(rundir.path / "redis")
+        try:
+            url = server.start()
+        except RedisDirectoryBusy as exc:
+            raise RunStartError(str(exc)) from None
+        if server.reused:
+            out.write(f"hopzero train: reusing the redis-server (pid {server.pid}, port {server.port}) that an "
+                      f"earlier driver of this run directory left running\n")
+    try:
+        _claim_prefix(url, prefix, run_id)
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
+    return ReplayLink("redis", run_id, redis_url=url, key_prefix=prefix), server
+
+
+def _claim_prefix(url: str, prefix: str, run_id: str, wait_s: float = 30.0) -> None:
+    """Register ``run_id`` under ``prefix`` in Redis, or refuse: another run's buffer must not be
+    written to (its actors would fail on every game, ForeignRunError). Waits up to ``wait_s`` for
+    a Redis that is starting or loading its append-only file."""
+    import redis
+
+    from learner.replay.redis_stream import ForeignRunError, RedisReplay, connect, redact_url
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        client = connect(url, socket_timeout=2.0)
+        try:
+            RedisReplay(client, run_id=run_id, prefix=prefix).claim()
+            return
+        except ForeignRunError as exc:
+            raise RunStartError(f"{exc} (Redis at {redact_url(url)})") from None
+        except (redis.AuthenticationError, redis.ResponseError) as exc:
+            raise RunStartError(f"Redis at {redact_url(url)} refused the run: {exc}") from None
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            if time.monotonic() >= deadline:
+                raise RunStartError(f"cannot reach Redis at {redact_url(url)} ({exc}): check --redis-url "
+                                    f"or replay.redis_url") from None
+        finally:
+            client.close()
+        time.sleep(0.5)
+
+
+def start_local_ray() -> None:
+    """A Ray of this machine only, listening on loopback only, without its dashboard.
+
+    Given the node address 127.0.0.1, Ray 2.60 would still replace it by the machine's reachable
+    address (``services.resolve_ip_for_localhost``) unless it is told that this Ray is no cluster
+    (``ray_constants.ENABLE_RAY_CLUSTER``, which ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` sets and
+    which only that resolution reads); then its GCS, raylet, workers and agents all bind
+    127.0.0.1. Ray's token authentication stays on as well; its notice that it turned it on is
+    kept off a newcomer's screen. A cluster (``--ray-address``) listens as its operator set it up.
+    """
     import ray
+    from ray._private import ray_constants
 
     notice = logging.getLogger("ray._private.authentication.authentication_token_setup")
     quiet = logging.Filter("-")  # a filter that passes no record (no logger is named "-")
     notice.addFilter(quiet)
+    cluster = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
     try:
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False)
+                 log_to_driver=False, _node_ip_address="127.0.0.1")
     finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster
         notice.removeFilter(quiet)
 
 
@@ -204,7 +270,7 @@ class _System:
         from evaluator.service import EvaluatorService
         from learner.service import LearnerService
 
-        self.config, self.rundir, self.out, self.place = config, rundir, out, place
+        self.config, self.rundir, self.out, self.place, self.link = config, rundir, out, place, link
         run_dir = str(rundir.path)
         self.registry = registry
         _restore_best(rundir, registry)
@@ -259,7 +325,7 @@ class _System:
             f"{' (resumed)' if info.get('resumed') else ''}\n"
             f"  {self.place.actors} self-play actor(s) x {cfg.selfplay.games_per_actor} games, "
             f"{cfg.search.num_simulations} simulations per move; learner on "
-            f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {cfg.replay.backend}; "
+            f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {self.link.describe()}; "
             f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
         )
         self.out.flush()
@@ -440,6 +506,11 @@ def _progress_line(snap: dict[str, Any]) -> str:
         f"gate v{gate['candidate']} {gate['score']:.0%} {gate['decision']}" if gate else "gate -",
         f"promotions {snap['registry']['promotions']}",
     ]
+    # Records kept from the learner, by kind; "stale" ones (older models' games, expected at the
+    # switch to self-play) are counted in the stats only.
+    skipped = {kind: n for kind, n in le.get("skipped", {}).items() if kind != "stale" and n}
+    if skipped:
+        parts.append("skipped " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(skipped.items())))
     return " | ".join(parts)
 
 

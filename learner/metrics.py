@@ -37,7 +37,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_replay_window_capacity": ("gauge", "Positions the learner's replay window holds when full", ()),
     "hopzero_replay_inserted": ("counter", "Positions inserted into the learner's window", ()),
     "hopzero_replay_sampled": ("counter", "Positions sampled for training", ()),
-    "hopzero_replay_skipped_records": ("counter", "Records skipped (malformed, foreign, future, stale)", ("kind",)),
+    "hopzero_replay_skipped_records": (
+        "counter", "Records kept from the learner, by kind: malformed, foreign, future (schema), stale", ("kind",)
+    ),
     # learner
     "hopzero_learner_steps": ("counter", "Learner optimisation steps", ()),
     "hopzero_learner_loss": ("gauge", "Loss terms of the last step", ("term",)),

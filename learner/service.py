@@ -202,7 +202,7 @@ class LearnerService:
             "window": mirror["size"],
             "inserted": mirror["inserted"],
             "sampled": self._sampled,
-            "skipped": mirror["skipped"],
+            "skipped": self.mirror.skipped_records(),
             "warmups": mirror["warmups"],
             "device": str(self.trainer.device),
             "pid": os.getpid(),
@@ -219,7 +219,7 @@ class LearnerService:
         self._inc_to("hopzero_learner_steps", self.trainer.steps)
         self._inc_to("hopzero_replay_inserted", self._inserted)
         self._inc_to("hopzero_replay_sampled", self._sampled)
-        for kind, count in self.mirror.stats()["skipped"].items():
+        for kind, count in self.mirror.skipped_records().items():
             self._inc_to("hopzero_replay_skipped_records", count, kind=kind)
 
     def _inc_to(self, name: str, total: float, **tags: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 
 from ccengine import PASS, PieceTracker, new_state
@@ -80,3 +83,9 @@ def random_game_record(
         outcome=0 if result is None else int(result), plies=ply, start_pieces=start,
         keep=keep, weight=weight, versions=VERSIONS, prob_dtype=prob_dtype,
     )
+
+
+def games_key(run_dir: Path | str) -> str:
+    """The Redis stream of the run in ``run_dir`` under the default key prefix ``hopzero:<run id>``."""
+    run_id = json.loads((Path(run_dir) / "run.json").read_text())["run_id"]
+    return f"hopzero:{run_id}:games"

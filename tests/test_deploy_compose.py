@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 import train_helpers
+from replay_helpers import games_key
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -636,7 +637,7 @@ def test_games_reached_the_password_protected_redis(trained):
 
     client = redis.Redis.from_url(trained.redis_url)
     try:
-        assert client.xlen("hopzero:games") > 0, "no game reached Redis"
+        assert client.xlen(games_key(trained.run_dir)) > 0, "no game reached Redis"
     finally:
         client.close()
     anonymous = redis.Redis.from_url(trained.redis_url.replace(f":{trained.redis_password}@", ""))

@@ -38,6 +38,7 @@ from hopzero.redis_server import LocalRedis
 from hopzero.rundir import RunDir
 from hopzero.train import LEARNER_RESOURCE, plan_placement
 from learner.records import decode_record
+from replay_helpers import games_key
 
 # -- plan_placement ------------------------------------------------------------------------------
 
@@ -119,8 +120,6 @@ TINY = [
     "run.minutes=8",  # a cap only: the test stops the run with Ctrl-C once it has seen enough
 ]
 
-STREAM = "hopzero:games"
-
 
 @pytest.fixture
 def cluster():
@@ -159,20 +158,20 @@ def _start_driver(cluster: LocalCluster, redis_url: str, run_dir: Path) -> subpr
                                 stderr=err)
 
 
-def _games_by_actor(url: str, after: str = "-") -> Counter[str]:
+def _games_by_actor(url: str, stream: str, after: str = "-") -> Counter[str]:
     """Games in the Redis stream after stream id ``after`` (exclusive), by the actor that played them."""
     client = redis.Redis.from_url(url)
     try:
         start = f"({after}" if after != "-" else "-"
-        return Counter(decode_record(fields[b"data"]).actor for _, fields in client.xrange(STREAM, start, "+"))
+        return Counter(decode_record(fields[b"data"]).actor for _, fields in client.xrange(stream, start, "+"))
     finally:
         client.close()
 
 
-def _last_stream_id(url: str) -> str:
+def _last_stream_id(url: str, stream: str) -> str:
     client = redis.Redis.from_url(url)
     try:
-        last = client.xrevrange(STREAM, "+", "-", count=1)
+        last = client.xrevrange(stream, "+", "-", count=1)
         return last[0][0].decode() if last else "-"
     finally:
         client.close()
@@ -227,6 +226,7 @@ def _check_placement_and_failover(cluster: LocalCluster, url: str, run_dir: Path
 
     wait_for(lambda: driver_alive() or (run_dir / "run.json").is_file(), 120, "the driver to start the run")
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    stream = games_key(run_dir)
     alive = wait_for(lambda: driver_alive() or _placed(cluster, run_id, 2), 180, "the run's actors")
 
     # Where Ray put them: by the learner resource, on the driver's node, spread over the workers.
@@ -240,13 +240,13 @@ def _check_placement_and_failover(cluster: LocalCluster, url: str, run_dir: Path
     assert {a.node_id for a in players.values()} == {ids["w1"], ids["w2"]}, "SPREAD did not use both workers"
 
     # Both actors' games reach Redis from their nodes.
-    wait_for(lambda: driver_alive() or set(players) <= set(_games_by_actor(url)), 180, "games from both actors")
+    wait_for(lambda: driver_alive() or set(players) <= set(_games_by_actor(url, stream)), 180, "games from both actors")
 
     # w2 leaves; its actor must come back on w1 and play there.
     moving = next(name for name, a in players.items() if a.node_id == ids["w2"])
     survivors = leaving.stop()
     assert not survivors and not leaving.running(), f"w2 did not stop: {survivors}"
-    cutoff = _last_stream_id(url)  # w2's processes are gone: later games come from elsewhere
+    cutoff = _last_stream_id(url, stream)  # w2's processes are gone: later games come from elsewhere
 
     def moved() -> object:
         actor = _placed(cluster, run_id, 2)
@@ -254,7 +254,7 @@ def _check_placement_and_failover(cluster: LocalCluster, url: str, run_dir: Path
 
     back = wait_for(lambda: driver_alive() or moved(), 180, f"{moving} to come back on another node")
     assert back.node_id == ids["w1"] and back.num_restarts >= 1, back
-    wait_for(lambda: driver_alive() or _games_by_actor(url, cutoff)[moving] > 0, 240,
+    wait_for(lambda: driver_alive() or _games_by_actor(url, stream, cutoff)[moving] > 0, 240,
              f"games from {moving} after it moved")
     wait_for(lambda: driver_alive() or (_snapshots(run_dir) and _snapshots(run_dir)[-1]["restarts"] >= 1), 60,
              "the driver to start the moved actor's loop again")

@@ -25,6 +25,7 @@ from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import neutral_directory, train  # noqa: E402
 from learner.records import decode_record  # noqa: E402
+from replay_helpers import games_key  # noqa: E402
 
 TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
 
@@ -53,20 +54,20 @@ def tiny_config(minutes: float, *extra: str):
     return load_config("demo", preset_name="cc49", overrides=[*TINY, f"run.minutes={minutes}", *extra], seed=3)
 
 
-def stream_length(url: str) -> int:
+def stream_length(url: str, run_dir: Path) -> int:
     client = redis.Redis.from_url(url)
     try:
-        return int(client.xlen("hopzero:games"))
+        return int(client.xlen(games_key(run_dir)))
     except redis.ResponseError:
         return 0
     finally:
         client.close()
 
 
-def first_record_rules(url: str) -> dict:
+def first_record_rules(url: str, run_dir: Path) -> dict:
     client = redis.Redis.from_url(url)
     try:
-        (_sid, fields), = client.xrange("hopzero:games", count=1)
+        (_sid, fields), = client.xrange(games_key(run_dir), count=1)
         return decode_record(fields[b"data"]).rules
     finally:
         client.close()
@@ -84,8 +85,8 @@ def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, mo
                          "selfplay.rules.max_plies=90")
     summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
-    assert stream_length(redis_server.url) > 0, "no game reached Redis"
-    rules = first_record_rules(redis_server.url)
+    assert stream_length(redis_server.url, run_dir) > 0, "no game reached Redis"
+    rules = first_record_rules(redis_server.url, run_dir)
     assert (rules["adjudicate"], rules["max_plies"]) == ("distance", 90), "games not played under selfplay.rules"
     last = snapshots(run_dir)[-1]
     assert last["learner"]["steps"] > config.stage1.steps, "the learner did not train past stage 1"
@@ -160,7 +161,7 @@ def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray,
     time.sleep(2)
     redis_server.port = port
     redis_server.start()
-    _wait_for(lambda: stream_length(redis_server.url) > 0, 60, "games in the restarted Redis")
+    _wait_for(lambda: stream_length(redis_server.url, run_dir) > 0, 60, "games in the restarted Redis")
     _wait_for(lambda: snapshots(run_dir)[-1]["learner"].get("warmups", 0) >= 1, 60,
               "the learner to notice the empty buffer and warm up")
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["ReplayConfig"]
+__all__ = ["ReplayConfig", "check_key_prefix"]
+
+#: What a key prefix may hold: printable, no spaces, at most 200 characters (it names Redis keys
+#: and appears in commands an operator types, e.g. ``redis-cli DEL <prefix>:run <prefix>:games``).
+_KEY_PREFIX = re.compile(r"[A-Za-z0-9_.:\-]{1,200}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,3 +32,19 @@ class ReplayConfig:
     """``z`` (game outcome; paper) or ``zq`` (mean of outcome and root value)."""
     augment: bool = True
     """Random reflection of each sample (paper: the data set doubled by reflection)."""
+    key_prefix: str = ""
+    """Redis keys of this run: ``<key_prefix>:run`` and ``<key_prefix>:games``. Empty (the
+    default): ``hopzero:<run id>``, one prefix per run directory, the same on every resume. Two
+    runs never share a prefix: the second is refused when it starts."""
+
+    def key_prefix_for(self, run_id: str) -> str:
+        """The Redis key prefix of run ``run_id`` (``key_prefix``, or derived from the run id)."""
+        prefix = self.key_prefix or f"hopzero:{run_id}"
+        check_key_prefix(prefix)
+        return prefix
+
+
+def check_key_prefix(prefix: str) -> None:
+    """Raise ``ValueError`` naming the problem when ``prefix`` cannot be a replay key prefix."""
+    if not _KEY_PREFIX.fullmatch(prefix):
+        raise ValueError(f"replay.key_prefix={prefix!r}: use 1-200 characters of A-Z a-z 0-9 _ . : -")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .config import check_key_prefix
 from .memory import MemoryReader, StoreProxy, StoreWriter
 from .protocols import ReplayReader, ReplayWriter
 
@@ -19,19 +20,29 @@ __all__ = ["ReplayLink"]
 class ReplayLink:
     """The replay settings a component needs to open its writer or reader (picklable for Ray)."""
 
-    def __init__(self, backend: str, run_id: str, *, store: str = "", redis_url: str = "") -> None:
+    def __init__(
+        self, backend: str, run_id: str, *, store: str = "", redis_url: str = "", key_prefix: str = ""
+    ) -> None:
         """``store``: the name of the ``MemoryReplay`` Ray actor (memory backend); a name rather
-        than a handle, so that the link is plain data that a restarted actor can be given again."""
+        than a handle, so that the link is plain data that a restarted actor can be given again.
+        ``key_prefix``: the run's Redis keys (``ReplayConfig.key_prefix_for``; redis backend)."""
         if backend not in ("memory", "redis"):
             raise ValueError(f"replay backend {backend!r}; valid: memory, redis")
         if backend == "memory" and not store:
             raise ValueError("the memory backend needs the store actor")
         if backend == "redis" and not redis_url:
             raise ValueError("the redis backend needs a redis URL")
+        if backend == "redis":
+            check_key_prefix(key_prefix)
         self.backend = backend
         self.run_id = run_id
         self.store = store
         self.redis_url = redis_url
+        self.key_prefix = key_prefix
+
+    def describe(self) -> str:
+        """The backend in a few words, for the driver's first line (no URL: it may hold a password)."""
+        return "memory" if self.backend == "memory" else f"redis, keys {self.key_prefix}:*"
 
     def writer(self) -> ReplayWriter:
         """The writer an actor adds its finished games to."""
@@ -53,4 +64,4 @@ class ReplayLink:
     def _redis(self) -> Any:
         from .redis_stream import RedisReplay  # the redis package only where Redis is used
 
-        return RedisReplay(self.redis_url, run_id=self.run_id)
+        return RedisReplay(self.redis_url, run_id=self.run_id, prefix=self.key_prefix)

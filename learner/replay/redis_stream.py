@@ -1,6 +1,7 @@
 """The Redis backend of the replay buffer: one stream of game records and one run-identity key.
 
-Layout under a ``prefix`` (default ``hopzero``; docs/REPLAY.md):
+Layout under a ``prefix``, one per run (a run's is ``ReplayConfig.key_prefix_for(run_id)``,
+``hopzero:<run id>`` unless set; docs/REPLAY.md):
 
 - ``<prefix>:run``  hash ``{run_id, incarnation, created}``. Created if absent (NX semantics) by
   the first writer or reader of a run; ``incarnation`` is a fresh random token each time it is
@@ -46,7 +47,7 @@ from learner.records import GameRecord, encode_record
 
 from .reader_base import Backoff, Clock, ReaderBase, log_often
 
-__all__ = ["ForeignRunError", "RedisReplay", "connect"]
+__all__ = ["ForeignRunError", "RedisReplay", "connect", "foreign_message", "redact_url"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,27 @@ return ids
 
 class ForeignRunError(RuntimeError):
     """The buffer under this prefix belongs to another run: a writer must not add to it."""
+
+    def __init__(self, prefix: str, owner: str, run_id: str) -> None:
+        super().__init__(foreign_message(prefix, owner, run_id))
+        self.prefix, self.owner, self.run_id = prefix, owner, run_id
+
+
+def foreign_message(prefix: str, owner: str, run_id: str) -> str:
+    """One line: whose buffer this is, and the two ways out."""
+    return (f"Redis key prefix {prefix!r} belongs to run {owner!r}, not to run {run_id!r}: set another "
+            f"replay.key_prefix (empty, the default, gives each run its own) or delete the old run's keys "
+            f"(redis-cli DEL {prefix}:run {prefix}:games)")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for messages and logs)."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not sep or not at:
+        return url
+    user, colon, _password = creds.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{host}"
 
 
 def connect(url: str, *, socket_timeout: float = 5.0) -> redis.Redis:
@@ -196,10 +218,7 @@ class RedisReplay(ReaderBase):
                 self._add(keys=[self.run_key, self.games_key], args=[*self._run_args(), *chunk])
             except ResponseError as exc:
                 if str(exc).startswith(_FOREIGN):
-                    raise ForeignRunError(
-                        f"Redis prefix {self.prefix!r} belongs to run {str(exc)[len(_FOREIGN) + 1:]!r}, "
-                        f"not {self.run_id!r}: use another prefix or clear the old run"
-                    ) from None
+                    raise ForeignRunError(self.prefix, str(exc)[len(_FOREIGN) + 1:], self.run_id) from None
                 self._down("add", exc)  # e.g. OOM: keep the records queued and try later
                 break
             except _TRANSIENT as exc:
@@ -224,13 +243,23 @@ class RedisReplay(ReaderBase):
 
     # -- reader -------------------------------------------------------------------------------
 
-    def _register(self) -> None:
-        """Create the run key when absent (the same script as ``add``, with no records)."""
+    def claim(self) -> None:
+        """Register this run under the prefix now, or raise :class:`ForeignRunError` when another
+        run holds it (what a driver does before it starts any component). Unlike the rest of this
+        class it raises when Redis cannot be reached: the caller decides how long to wait."""
         try:
             self._add(keys=[self.run_key, self.games_key], args=self._run_args())
         except ResponseError as exc:
-            if not str(exc).startswith(_FOREIGN):
-                raise
+            if str(exc).startswith(_FOREIGN):
+                raise ForeignRunError(self.prefix, str(exc)[len(_FOREIGN) + 1:], self.run_id) from None
+            raise
+
+    def _register(self) -> None:
+        """Create the run key when absent (the same script as ``add``, with no records)."""
+        try:
+            self.claim()
+        except ForeignRunError:
+            pass  # _identity's next snapshot sees the owner and says so
 
     def _restart(self, why: str) -> None:
         """The followed buffer is gone: start over from the stream's beginning."""
@@ -285,8 +314,8 @@ class RedisReplay(ReaderBase):
             return "again"
         if run != self.run_id:
             if self._foreign != run:
-                log.error("replay: Redis prefix %r belongs to run %r, not %r: reading nothing until it is ours",
-                          self.prefix, run, self.run_id)
+                log.error("replay: %s; reading nothing until it is ours",
+                          foreign_message(self.prefix, run, self.run_id))
                 self._foreign = run
                 self._restart(f"foreign run {run!r} owns the buffer")
             return "foreign"

@@ -110,6 +110,14 @@ class WindowMirror:
         """Positions inserted since the window was last emptied."""
         return self._positions
 
+    def skipped_records(self) -> dict[str, int]:
+        """Records kept from the learner, by kind: those its reader refused (``malformed``,
+        ``foreign`` run, ``future`` schema) and those the mirror refused (other rules, ``stale``)."""
+        total = dict(self.reader.stats().get("skipped", {})) if self.reader is not None else {}
+        for kind, count in self.skipped.items():
+            total[kind] = total.get(kind, 0) + count
+        return total
+
     def stats(self) -> dict[str, Any]:
         out = {"size": self.size, "inserted": self._positions, "records": self.records, "warmups": self.warmups,
                "skipped": dict(self.skipped), "policy_entries_capacity": len(self._ent_prob)}
