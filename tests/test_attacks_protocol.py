@@ -16,6 +16,7 @@ from ccp_helpers import REPLY_GUARD_S, cells_text, engine, hopzero  # noqa: F401
 
 from ccengine import format_position, new_state, preset, start_position
 from ccengine.players import make_player
+from hopzero.cli import main
 from hopzero.play import play_terminal
 
 RULES = preset("cc49")
@@ -74,17 +75,18 @@ GARBAGE = {
 }
 
 
-@pytest.mark.parametrize("garbage", list(GARBAGE.values()), ids=list(GARBAGE))
-def test_garbage_gives_one_short_error_line_and_changes_nothing(engine, garbage):
+def test_garbage_gives_one_short_error_line_and_changes_nothing(engine):
+    """Every attack line in turn, to one engine: one short error line each, the game untouched."""
     e = engine("--preset", "cc49", "--player", "greedy-stochastic")
     e.send(MID_COMMAND)
     before = _snapshot(e)
-    e.send(garbage)
-    e.send("isready")
-    lines = e.until("readyok")
-    assert len(lines) == 2 and lines[0].startswith("info string error "), lines[:1]
-    assert len(lines[0]) <= MAX_ERROR_LINE, lines[0][:MAX_ERROR_LINE]
-    assert _snapshot(e) == before  # same position, same game
+    for name, garbage in GARBAGE.items():
+        e.send(garbage)
+        e.send("isready")
+        lines = e.until("readyok")
+        assert len(lines) == 2 and lines[0].startswith("info string error "), (name, lines[0][:MAX_ERROR_LINE])
+        assert len(lines[0]) <= MAX_ERROR_LINE, (name, lines[0][:MAX_ERROR_LINE])
+        assert _snapshot(e) == before, name  # same position, same game
     e.send("go nodes 1")
     assert _legal(MID, e.until("bestmove")[-1])
     assert e.close() == 0
@@ -204,6 +206,27 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*hopzero(), *args], capture_output=True, text=True, timeout=REPLY_GUARD_S)
 
 
+def _main(capsys, args: list[str]) -> tuple[int, str, str]:
+    """``hopzero ARGS`` in this process (one torch import for all cases): status, stdout, stderr."""
+    try:
+        status = main(args)
+    except SystemExit as exc:  # argparse's own errors
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_installed_command_refuses_an_unbounded_perft_and_a_huge_ply():
+    """The two attacks as typed: before, perft ran forever and move died with a traceback."""
+    for args, word in [
+        (["perft", "--depth", "100"], "at most 8"),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " 2147483648")], "at most 200"),
+    ]:
+        proc = _run(*args)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+        assert len(proc.stderr.strip().splitlines()) == 1 and word in proc.stderr, proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
@@ -233,21 +256,21 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         (["play", "--seed", "²"], ["--seed", "not an integer"]),
     ],
 )
-def test_bad_numbers_on_the_command_line_give_one_line_and_exit_2(args, words):
-    proc = _run(*args)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+def test_bad_numbers_on_the_command_line_give_one_line_and_exit_2(capsys, args, words):
+    status, out, err = _main(capsys, args)
+    assert status == 2, err[-2000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err[-2000:]
     assert len(lines[0]) <= MAX_ERROR_LINE, lines[0][:MAX_ERROR_LINE]
     for word in words:
         assert word in lines[0]
-    assert proc.stdout == ""
+    assert out == ""
 
 
-def test_perft_at_the_depth_bound_is_accepted():
-    proc = _run("perft", "--preset", "small-4-3", "--depth", "8", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert len(json.loads(proc.stdout)["perft"]) == 8
+def test_perft_at_the_depth_bound_is_accepted(capsys):
+    status, out, err = _main(capsys, ["perft", "--preset", "small-4-3", "--depth", "8", "--json"])
+    assert status == 0, err
+    assert len(json.loads(out)["perft"]) == 8
 
 
 # --- hopzero play: the person's moves are numbers from outside too -------------------------------
