@@ -85,7 +85,8 @@ def parse_positive_float(text: str, what: str, *, maximum: float) -> float:
     """A number from outside in ``(0, maximum]``: ASCII digits, an optional fraction and exponent,
     no sign (so no ``nan``, ``inf`` or ``1_000``). Raises :class:`NotationError` naming ``what``."""
     if not isinstance(text, str) or not _FLOAT.fullmatch(text):
-        raise NotationError(f"{what} {excerpt(text)} is not a positive number (ASCII digits, at most {maximum:g})".lstrip())
+        shown = excerpt(text)
+        raise NotationError(f"{what} {shown} is not a positive number (ASCII digits, at most {maximum:g})".lstrip())
     value = float(text)
     if not 0 < value <= maximum:
         raise NotationError(f"{what} {text} must be more than 0 and at most {maximum:g}".lstrip())
@@ -103,7 +104,8 @@ def parse_position(rules: Rules, text: str) -> Position:
     parts = text.split()
     if len(parts) not in (2, 3):
         raise NotationError(
-            f"position {excerpt(text)} must be '<rows> <side> [ply]', e.g. '{format_position(rules, start_position(rules))}'"
+            f"position {excerpt(text)} must be '<rows> <side> [ply]', "
+            f"e.g. '{format_position(rules, start_position(rules))}'"
         )
     rows = parts[0].split("/")
     if len(rows) != n:

@@ -181,7 +181,8 @@ class CCPEngine:
             raise ProtocolError(f"position cells has {len(cells)} characters, the {self.rules.name} board has {n}")
         bad = sorted(set(cells) - set(_CELL_OF))
         if bad:
-            raise ProtocolError(f"position cells contains {excerpt(''.join(bad))}; valid cell characters: '.', '0', '1'")
+            shown = excerpt("".join(bad))
+            raise ProtocolError(f"position cells contains {shown}; valid cell characters: '.', '0', '1'")
         board = tuple(_CELL_OF[ch] for ch in cells)
         for p in (0, 1):
             if board.count(p) != self.rules.k:
@@ -235,7 +236,9 @@ class CCPEngine:
             limits[key] = value
         return limits, notes
 
-    def _think(self, nodes: int | None = None, movetime: int | None = None, stop: Callable[[], bool] | None = None) -> Move:
+    def _think(
+        self, nodes: int | None = None, movetime: int | None = None, stop: Callable[[], bool] | None = None
+    ) -> Move:
         think = getattr(self.player, "select_with_limits", None)
         if think is not None:
             return think(self.state, nodes=nodes, movetime_ms=movetime, stop=stop)
@@ -256,17 +259,18 @@ _EOF = None  # what the reader queues at the end of input
 
 
 def decode_line(raw: bytes) -> str:
-    """The text of one input line: printable ASCII (tabs allowed, ``\r\n`` endings too).
+    """The text of one input line: printable ASCII (tabs allowed, CRLF endings too).
 
     Raises :class:`ProtocolError` naming the first offending byte, so that binary garbage or
     invalid UTF-8 is one error line and never a command.
     """
     body = raw.removesuffix(b"\n").removesuffix(b"\r")
     for column, byte in enumerate(body):
+        where = f"byte 0x{byte:02x} at column {column}"
         if byte >= 0x80:
-            raise ProtocolError(f"line is not ASCII (byte 0x{byte:02x} at column {column}); CCP commands are ASCII text")
+            raise ProtocolError(f"line is not ASCII ({where}); CCP commands are ASCII text")
         if (byte < 0x20 and byte != 0x09) or byte == 0x7F:
-            raise ProtocolError(f"line has control byte 0x{byte:02x} at column {column}; CCP commands are printable ASCII")
+            raise ProtocolError(f"line has a control character ({where}); CCP commands are printable ASCII")
     return body.decode("ascii")
 
 
