@@ -38,8 +38,9 @@ COMMANDS = ("ccp", "protocol", "isready", "setoption", "newgame", "position", "g
 
 #: The longest line read (a ``position cells`` line on the 81-cell board is about 110 bytes).
 MAX_LINE_BYTES = 4096
-#: Default caps on one search, ``hopzero engine --max-nodes`` / ``--max-movetime-ms``: a tree of
-#: 100,000 nodes takes a few hundred MB on cc49; a referee's minute per move is generous.
+#: Default caps on one search, ``hopzero engine --max-nodes`` / ``--max-movetime-ms``: 100,000
+#: simulations hold about 60 MB of tree on cc49 (seconds with rollouts, minutes with a network on
+#: a CPU); a minute a move is generous for a rating list.
 DEFAULT_MAX_NODES = 100_000
 DEFAULT_MAX_MOVETIME_MS = 60_000
 #: The most that ``--max-nodes`` may be: the search counts simulations in a 32-bit C int.

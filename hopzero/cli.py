@@ -15,7 +15,9 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
 ``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
 player, malformed position, illegal move, bad number) exits with status 2 and one line on stderr
-that says what is wrong and what is valid, never a traceback.
+that says what is wrong and what is valid, never a traceback. Every number is read by
+``ccengine.notation.parse_int`` (ASCII digits, within a range: ``_int_arg(minimum, maximum)``;
+the bounds are the constants below) or ``parse_positive_float``.
 """
 
 from __future__ import annotations
