@@ -356,16 +356,11 @@ class _Session:
 
     def _poll(self) -> bool:
         """Whether the running search should stop: takes in what stdin has sent meanwhile."""
-        while True:
+        for _ in range(MAX_WAITING):  # what the reader's queue holds; a flood waits for the next poll
             try:
-                item = self.reader.queue.get_nowait()
+                self._arrived(self.reader.queue.get_nowait())
             except queue.Empty:
                 break
-            if len(self.waiting) >= MAX_WAITING and item is not _EOF and _word(item) not in _STOPPERS:
-                self._write([f"info string error {MAX_WAITING} commands already wait for the search; "
-                             f"dropped {excerpt(item if isinstance(item, str) else str(item))}"])
-                continue
-            self.waiting.append(item)
         # a stop/quit before the next waiting go is meant for this search
         for item in list(self.waiting):
             word = _word(item)
@@ -379,6 +374,16 @@ class _Session:
             self.waiting.popleft()
             self._write(["readyok"])
         return self.stopping
+
+    def _arrived(self, item: str | ProtocolError | None) -> None:
+        """Hold a line that came during a search; beyond :data:`MAX_WAITING` drop it with an error
+        line, except the end of input and a stop/quit meant for the running search."""
+        for_this_search = _word(item) in _STOPPERS and not any(_word(w) == "go" for w in self.waiting)
+        if len(self.waiting) >= MAX_WAITING and item is not _EOF and not for_this_search:
+            shown = excerpt(item if isinstance(item, str) else str(item))
+            self._write([f"info string error {MAX_WAITING} commands already wait for the search; dropped {shown}"])
+            return
+        self.waiting.append(item)
 
 
 def serve(

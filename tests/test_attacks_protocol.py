@@ -197,6 +197,20 @@ def test_isready_waits_behind_commands_held_for_a_search(engine):
     assert e.close() == 0
 
 
+def test_a_flood_during_a_search_is_bounded_and_stop_still_gets_through(engine):
+    e = _searching_engine(engine)
+    for _ in range(100):
+        e.send("protocol")
+    e.send("stop")
+    lines = e.until("bestmove")
+    dropped = [line for line in lines if line.startswith("info string error 64 commands already wait")]
+    assert len(dropped) == 36 and all(len(line) <= MAX_ERROR_LINE for line in dropped)
+    e.send("isready")
+    after = e.until("readyok")
+    assert after == ["protocol ccp"] * 64 + ["readyok"]
+    assert e.close() == 0
+
+
 # --- the command line's numbers -----------------------------------------------------------------
 
 START = format_position(RULES, start_position(RULES))
