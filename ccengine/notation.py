@@ -7,8 +7,8 @@ A position is ``rows/separated/by/slashes side [ply]``, one character per cell (
 Every number that comes from outside (a position's ply, a move's cells, the engine protocol's
 ``go nodes``, the command line's counts) is read by :func:`parse_int` or
 :func:`parse_positive_float`: ASCII digits only (``str.isdigit`` and ``int`` accept ``'²'`` or
-Arabic-Indic digits), a sign only where a negative value means something, and a range. Error
-messages show at most a short :func:`excerpt` of what they were given.
+Arabic-Indic digits), a ``-`` only to be judged by the range, and a range. Error messages show
+at most a short :func:`excerpt` of what they were given.
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ _SIDE = {"x": 0, "o": 1}
 _EXCERPT = 40
 # 19 digits hold every int64; a longer string is refused before int() sees it (int() of thousands
 # of digits is slow, and above 4300 digits it raises).
-_UNSIGNED = re.compile(r"[0-9]{1,19}")
-_SIGNED = re.compile(r"-?[0-9]{1,19}")
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 _FLOAT = re.compile(r"(?:[0-9]{1,15}(?:\.[0-9]{0,15})?|\.[0-9]{1,15})(?:[eE][-+]?[0-9]{1,3})?")
 
 
@@ -66,12 +65,12 @@ def excerpt(value: object, limit: int = _EXCERPT) -> str:
 def parse_int(text: str, what: str, *, minimum: int = 0, maximum: int) -> int:
     """An integer from outside, within ``minimum..maximum``.
 
-    Only ASCII digits, with a leading ``-`` only when ``minimum`` is negative (no ``+``, spaces,
-    underscores or other scripts' digits). Raises :class:`NotationError` naming ``what`` and the
+    Only ASCII digits and an optional leading ``-`` (no ``+``, spaces, underscores or other
+    scripts' digits); a negative number where ``minimum`` is not is refused by the range, so the
+    message says "must be at least 0". Raises :class:`NotationError` naming ``what`` and the
     valid range.
     """
-    pattern = _SIGNED if minimum < 0 else _UNSIGNED
-    if not isinstance(text, str) or not pattern.fullmatch(text):
+    if not isinstance(text, str) or not _INTEGER.fullmatch(text):
         raise NotationError(f"{what} {excerpt(text)} is not an integer in {minimum}..{maximum}".lstrip())
     value = int(text)
     if value < minimum:

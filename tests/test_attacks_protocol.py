@@ -251,7 +251,7 @@ def test_the_installed_command_refuses_an_unbounded_perft_and_a_huge_ply():
         (["move", "--player", "greedy", "--position", START.replace(" 0", " 2147483648")],
          ["ply count 2147483648", "at most 200"]),
         (["move", "--player", "greedy", "--position", START.replace(" 0", " ²")], ["ply count '²'"]),
-        (["move", "--player", "greedy", "--position", START.replace(" 0", " -1")], ["ply count '-1'"]),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " -1")], ["ply count -1 must be at least 0"]),
         (["move", "--player", "greedy", "--position", START, "--seed", "99999999999"], ["--seed", "at most"]),
         (["match", "--a", "greedy", "--b", "random", "--games", "99999999999999999999"], ["--games"]),
         (["match", "--a", "greedy", "--b", "random", "--games", "2", "--workers", "100000"],

@@ -19,7 +19,7 @@ def test_parse_int_reads_ascii_digits_in_range(text, minimum, maximum, value):
     assert parse_int(text, "n", minimum=minimum, maximum=maximum) == value
 
 
-@pytest.mark.parametrize("text", ["²", "٣", "", " 5", "5 ", "+5", "1_000", "1e3", "0x10", "5.0", "-3", "9" * 20,
+@pytest.mark.parametrize("text", ["²", "٣", "", " 5", "5 ", "+5", "1_000", "1e3", "0x10", "5.0", "- 3", "9" * 20,
                                   "9" * 5000, "--1"])
 def test_parse_int_refuses_anything_else(text):
     with pytest.raises(NotationError, match=r"^n .* is not an integer in 0\.\.100$"):
@@ -31,6 +31,8 @@ def test_parse_int_names_the_bound_it_breaks():
         parse_int("2147483648", "ply", maximum=200)
     with pytest.raises(NotationError, match=r"^n -6 must be at least -5$"):
         parse_int("-6", "n", minimum=-5, maximum=5)
+    with pytest.raises(NotationError, match=r"^seed -1 must be at least 0$"):
+        parse_int("-1", "seed", maximum=5)
 
 
 @pytest.mark.parametrize("text, value", [("1", 1.0), ("0.5", 0.5), (".5", 0.5), ("2.", 2.0), ("1e3", 1000.0)])
@@ -51,7 +53,7 @@ def test_excerpt_cuts_long_input():
     assert len(excerpt(list(range(100_000)))) < 50
 
 
-@pytest.mark.parametrize("ply, words", [("2147483648", "at most 200"), ("201", "at most 200"), ("-1", "'-1'"),
+@pytest.mark.parametrize("ply, words", [("2147483648", "at most 200"), ("201", "at most 200"), ("-1", "-1 must be at least 0"),
                                         ("²", "'²'"), ("+3", "'+3'")])
 def test_parse_position_bounds_the_ply(ply, words):
     with pytest.raises(NotationError, match="ply count") as info:
