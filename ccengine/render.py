@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from .notation import NotationError, Position, parse_move
+from .notation import NotationError, Position, excerpt, parse_move
 from .rules import PASS, Rules
 
 __all__ = [
@@ -69,14 +69,14 @@ def parse_cell(rules: Rules, text: str) -> int:
     """Cell index of a human name ``"R.P"`` or of a plain index ``"45"``."""
     text = text.strip()
     rows = 2 * rules.n - 1
-    if re.fullmatch(r"\d+", text):
+    if re.fullmatch(r"[0-9]{1,9}", text):  # ASCII digits only: int() also reads '٣' and chokes on 5000 digits
         cell = int(text)
         if cell >= rules.cells:
             raise NotationError(f"cell {cell} is off the board (valid 0..{rules.cells - 1})")
         return cell
-    m = re.fullmatch(r"(\d+)\.(\d+)", text)
+    m = re.fullmatch(r"([0-9]{1,9})\.([0-9]{1,9})", text)
     if not m:
-        raise NotationError(f"cell {text!r} must be 'row.position' like '{rows}.1' or a cell index like '0'")
+        raise NotationError(f"cell {excerpt(text)} must be 'row.position' like '{rows}.1' or a cell index like '0'")
     row, pos = int(m.group(1)), int(m.group(2))
     if not 1 <= row <= rows:
         raise NotationError(f"cell {text!r}: row {row} is off the board (rows 1..{rows}, 1 at the top)")
@@ -120,7 +120,7 @@ def parse_human_move(rules: Rules, value: object) -> Move:
     if not m:
         rows = 2 * rules.n - 1
         raise NotationError(
-            f"move {value!r} must be 'row.pos-row.pos' (e.g. '{rows - 1}.1-{rows - 3}.1'), "
+            f"move {excerpt(value)} must be 'row.pos-row.pos' (e.g. '{rows - 1}.1-{rows - 3}.1'), "
             f"cell indices 'from-to' (e.g. '{rules.cells - 2 * rules.n}-{rules.cells - 4 * rules.n}'), or 'pass'"
         )
     return parse_cell(rules, m.group(1)), parse_cell(rules, m.group(2))

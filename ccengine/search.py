@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -410,28 +410,41 @@ class BatchedSearch:
         return results
 
     def think(
-        self, g: int, evaluator: Evaluator, simulations: int, *, seconds: float | None = None, chunk: int = 64
+        self,
+        g: int,
+        evaluator: Evaluator,
+        simulations: int,
+        *,
+        seconds: float | None = None,
+        chunk: int = 64,
+        stop: Callable[[], bool] | None = None,
     ) -> SearchResult:
         """Search game ``g`` alone: ``simulations`` of them, or, with ``seconds``, chunks of
         ``chunk`` until the time is up (at least one chunk); decide with ``config.temperature``.
 
+        ``stop`` is asked between chunks (the search then runs in chunks whatever its limit);
+        when it answers True the search ends with the tree it has (at least one chunk searched).
+
         This is how a player thinks in a match or behind the engine protocol (``go nodes`` /
-        ``go movetime``); self-play uses :meth:`search` over all games at once.
+        ``go movetime`` / ``stop``); self-play uses :meth:`search` over all games at once.
         """
         if not self.forest.is_active(g):
             raise ValueError(f"game {g} has no position to search (over, or never set)")
         noise = self.config.root_noise
-        if seconds is None:
+        if seconds is None and stop is None:
             self.forest.start(g, simulations, noise=noise)
             self.run(evaluator)
-        else:
-            deadline = time.perf_counter() + seconds
-            while True:
-                self.forest.start(g, chunk, noise=noise)
-                self.run(evaluator)
-                noise = False  # the root's noise is mixed in once
-                if time.perf_counter() >= deadline:
-                    break
+            return self._result(g, self.config.temperature)
+        deadline = math.inf if seconds is None else time.perf_counter() + seconds
+        left = math.inf if seconds is not None else simulations
+        while left > 0:
+            step = int(min(chunk, left))
+            self.forest.start(g, step, noise=noise)
+            self.run(evaluator)
+            noise = False  # the root's noise is mixed in once
+            left -= step
+            if time.perf_counter() >= deadline or (stop is not None and stop()):
+                break
         return self._result(g, self.config.temperature)
 
     def _result(self, g: int, temperature: float) -> SearchResult:

@@ -123,8 +123,19 @@ class SearchPlayer:
                 self.evaluator = self._factory(int(self.rng.integers(2**63)))
         self._last = None
 
-    def think(self, state: Any, *, nodes: int | None = None, movetime_ms: int | None = None) -> SearchResult:
-        """Search ``state`` (cached: thinking twice about one position searches once)."""
+    def think(
+        self,
+        state: Any,
+        *,
+        nodes: int | None = None,
+        movetime_ms: int | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> SearchResult:
+        """Search ``state`` (cached: thinking twice about one position searches once).
+
+        ``stop``: asked between chunks of simulations; True ends the search early (a search cut
+        short is not cached).
+        """
         key = (tuple(state.board), state.to_move, state.ply, nodes, movetime_ms)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -133,18 +144,34 @@ class SearchPlayer:
         self._search.set_root(0, state, history, rng=game_rng)
         seconds = None if movetime_ms is None else movetime_ms / 1000.0
         rounds, leaves = self._search.rounds, self._search.leaves
-        result = self._search.think(0, self.evaluator, nodes or self.simulations, seconds=seconds)
+        stopped = False
+
+        def asked() -> bool:
+            nonlocal stopped
+            stopped = stopped or bool(stop is not None and stop())
+            return stopped
+
+        result = self._search.think(
+            0, self.evaluator, nodes or self.simulations, seconds=seconds, stop=None if stop is None else asked
+        )
         self.count(batches=self._search.rounds - rounds, positions=self._search.leaves - leaves, searches=1)
-        self._last = (key, result)
+        self._last = None if stopped else (key, result)
         return result
 
     def select(self, state: Any) -> Move:
         """The most visited move after ``sims`` simulations."""
         return self.think(state).move
 
-    def select_with_limits(self, state: Any, *, nodes: int | None = None, movetime_ms: int | None = None) -> Move:
-        """The engine protocol's ``go nodes`` / ``go movetime``."""
-        return self.think(state, nodes=nodes, movetime_ms=movetime_ms).move
+    def select_with_limits(
+        self,
+        state: Any,
+        *,
+        nodes: int | None = None,
+        movetime_ms: int | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Move:
+        """The engine protocol's ``go nodes`` / ``go movetime``, ended early by ``stop``."""
+        return self.think(state, nodes=nodes, movetime_ms=movetime_ms, stop=stop).move
 
     def analyze(self, state: Any) -> tuple[float, list[tuple[Move, float]]]:
         """Root value (side to move's view) and the visit share of each searched move."""

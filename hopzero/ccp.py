@@ -3,34 +3,73 @@
 CCP is the protocol of the public Chinese Checkers engine rating list (CCERL); its reference is
 ``docs/benchmark/CCP_PROTOCOL.md`` in the JumpStar engine's repository. Our subset and its
 mapping onto the rhombus boards are documented in docs/PROTOCOL.md. A referee owns legality and
-clocks; the engine answers what it is asked and never crashes on bad input: an unknown command or
-a malformed position gets an ``info string error ...`` line and changes nothing.
+clocks; the engine answers what it is asked and never crashes on bad input: an unknown command, a
+malformed position or number, or a line that is not short printable ASCII gets an
+``info string error ...`` line (echoing at most a short excerpt of it) and changes nothing.
+
+stdin is read on its own thread, so that ``stop`` (and ``quit``) reach a search in progress: a
+search runs in chunks of simulations and asks between chunks whether to stop.
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, TextIO
+from dataclasses import dataclass
+from typing import Any, BinaryIO, TextIO
 
 from ccengine import PASS, Rules, preset
 from ccengine.engines import new_state
-from ccengine.notation import Position
+from ccengine.notation import NotationError, Position, excerpt, parse_int
 from ccengine.players import Player, SeedLike, make_player
 from ccengine.reference import move_path
 
 from . import __version__
 
-__all__ = ["CCPEngine", "serve"]
+__all__ = ["DEFAULT_MAX_MOVETIME_MS", "DEFAULT_MAX_NODES", "MAX_LINE_BYTES", "CCPEngine", "Limits", "serve"]
 
 Move = tuple[int, int]
 _CELL_OF = {".": -1, "0": 0, "1": 1}
 COMMANDS = ("ccp", "protocol", "isready", "setoption", "newgame", "position", "go", "stop", "analyze", "quit")
 
+#: The longest line read (a ``position cells`` line on the 81-cell board is about 110 bytes).
+MAX_LINE_BYTES = 4096
+#: Default caps on one search, ``hopzero engine --max-nodes`` / ``--max-movetime-ms``: 100,000
+#: simulations hold about 60 MB of tree on cc49 (seconds with rollouts, minutes with a network on
+#: a CPU); a minute a move is generous for a rating list.
+DEFAULT_MAX_NODES = 100_000
+DEFAULT_MAX_MOVETIME_MS = 60_000
+#: The most that ``--max-nodes`` may be: the search counts simulations in a 32-bit C int.
+NODES_CEILING = 2**31 - 1
+#: The most that ``--max-movetime-ms`` may be: one day.
+MOVETIME_CEILING_MS = 86_400_000
+#: Commands held while a search runs, to be handled after its ``bestmove``.
+MAX_WAITING = 64
+_STOPPERS = ("stop", "quit")
+
 
 class ProtocolError(ValueError):
     """A command the engine cannot act on; reported as ``info string error ...``."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The operator's caps on one search; a ``go`` asking for more is searched at the cap."""
+
+    max_nodes: int = DEFAULT_MAX_NODES
+    """Most simulations of one ``go nodes`` (``--max-nodes``)."""
+    max_movetime_ms: int = DEFAULT_MAX_MOVETIME_MS
+    """Longest ``go movetime`` in milliseconds (``--max-movetime-ms``)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_nodes <= NODES_CEILING:
+            raise ValueError(f"max_nodes={self.max_nodes} must be in 1..{NODES_CEILING}")
+        if not 1 <= self.max_movetime_ms <= MOVETIME_CEILING_MS:
+            raise ValueError(f"max_movetime_ms={self.max_movetime_ms} must be in 1..{MOVETIME_CEILING_MS}")
 
 
 class CCPEngine:
@@ -42,9 +81,10 @@ class CCPEngine:
     holds the last three states) see the real game; any other position starts a fresh game.
     """
 
-    def __init__(self, rules: Rules, player_spec: str, seed: SeedLike = None) -> None:
+    def __init__(self, rules: Rules, player_spec: str, seed: SeedLike = None, limits: Limits = Limits()) -> None:
         self.rules = rules
         self.player_spec = player_spec
+        self.limits = limits
         self.player: Player = make_player(player_spec, rules, seed)
         self.state: Any = new_state(rules)
         self._last_bestmove: Move | None = None
@@ -52,18 +92,19 @@ class CCPEngine:
 
     # -- commands -------------------------------------------------------------------------------
 
-    def handle(self, line: str) -> list[str]:
-        """Reply lines for one input line (empty lines and unknown commands included)."""
+    def handle(self, line: str, stop: Callable[[], bool] | None = None) -> list[str]:
+        """Reply lines for one input line; ``stop`` is asked between chunks of a ``go`` search
+        and ends it early when it answers True. A bad line gets one error line and changes nothing."""
         words = line.split()
         if not words:
-            return []
+            return [f"info string error empty line; valid commands: {' '.join(COMMANDS)}"]
         command, args = words[0], words[1:]
-        handler: Callable[[list[str]], list[str]] | None = getattr(self, f"_cmd_{command}", None)
+        handler: Callable[..., list[str]] | None = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            return [f"info string error unknown command {command!r}; valid: {' '.join(COMMANDS)}"]
+            return [f"info string error unknown command {excerpt(command)}; valid: {' '.join(COMMANDS)}"]
         try:
-            return handler(args)
-        except ProtocolError as exc:
+            return handler(args, stop) if command == "go" else handler(args)
+        except (ProtocolError, NotationError) as exc:
             return [f"info string error {exc}"]
 
     def _cmd_ccp(self, args: list[str]) -> list[str]:
@@ -81,10 +122,10 @@ class CCPEngine:
         return ["readyok"]
 
     def _cmd_setoption(self, args: list[str]) -> list[str]:
-        return [f"info string option {' '.join(args)!r} ignored: hopzero takes its options from --player"]
+        return [f"info string option {excerpt(' '.join(args))} ignored: hopzero takes its options from --player"]
 
     def _cmd_stop(self, args: list[str]) -> list[str]:
-        return []  # searches are synchronous: by the time "stop" is read there is nothing to stop
+        return []  # no search is running (a stop during a search is taken by the search's poll)
 
     def _cmd_newgame(self, args: list[str]) -> list[str]:
         self.state = new_state(self.rules)
@@ -106,27 +147,29 @@ class CCPEngine:
         self._follow(position)
         return []
 
-    def _cmd_go(self, args: list[str]) -> list[str]:
-        limits = self._parse_go(args)
+    def _cmd_go(self, args: list[str], stop: Callable[[], bool] | None = None) -> list[str]:
+        limits, notes = self._parse_go(args)
         if self.state.is_terminal():
             return [f"info string error the game is over (result {self.state.result():+d})", "bestmove pass"]
         moves = self.state.legal_moves()
         if moves == [PASS]:
-            return ["bestmove pass"]
+            return [*notes, "bestmove pass"]
         start = time.perf_counter()
-        move = self._think(**limits)
+        move = self._think(stop=stop, **limits)
         elapsed_ms = int((time.perf_counter() - start) * 1000)
         self._last_bestmove = move
         path = move_path(self.rules, self.state.board, move)
-        return [f"info time {elapsed_ms}", "bestmove " + "-".join(map(str, path))]
+        return [*notes, f"info time {elapsed_ms}", "bestmove " + "-".join(map(str, path))]
 
     def _cmd_analyze(self, args: list[str]) -> list[str]:
-        if len(args) != 2 or args[0] != "topk" or not args[1].isdigit() or int(args[1]) < 1:
+        if len(args) != 2 or args[0] != "topk":
             raise ProtocolError("analyze takes 'topk <K>' with K >= 1")
+        # more than every legal move is the same as every legal move
+        k = parse_int(args[1], "analyze topk", minimum=1, maximum=2**63 - 1)
         if self.state.is_terminal():
             raise ProtocolError(f"the game is over (result {self.state.result():+d})")
         value, policy = self._analyze()
-        top = sorted(policy, key=lambda mp: -mp[1])[: int(args[1])]
+        top = sorted(policy, key=lambda mp: -mp[1])[:k]
         moves = [{"move": "-".join(map(str, move_path(self.rules, self.state.board, m))), "policy": round(p, 6)}
                  for m, p in top if m != PASS]
         return ["analysis " + json.dumps({"value": round(value, 6), "moves": moves}, separators=(",", ":"))]
@@ -139,16 +182,16 @@ class CCPEngine:
             raise ProtocolError(f"position cells has {len(cells)} characters, the {self.rules.name} board has {n}")
         bad = sorted(set(cells) - set(_CELL_OF))
         if bad:
-            raise ProtocolError(f"position cells contains {bad}; valid cell characters: '.', '0', '1'")
+            shown = excerpt("".join(bad))
+            raise ProtocolError(f"position cells contains {shown}; valid cell characters: '.', '0', '1'")
         board = tuple(_CELL_OF[ch] for ch in cells)
         for p in (0, 1):
             if board.count(p) != self.rules.k:
                 raise ProtocolError(f"position has {board.count(p)} pieces of player {p}, needs {self.rules.k}")
         if player not in ("0", "1"):
-            raise ProtocolError(f"player {player!r} must be 0 or 1")
-        if not ply.isdigit():
-            raise ProtocolError(f"ply {ply!r} must be a non-negative integer")
-        return Position(board, int(player), int(ply))
+            raise ProtocolError(f"player {excerpt(player)} must be 0 or 1")
+        # a game ends at max_plies: no position of these rules has more
+        return Position(board, int(player), parse_int(ply, "ply", maximum=self.rules.max_plies))
 
     def _follow(self, position: Position) -> None:
         """Move the game state to ``position``, playing the recognised moves onto it."""
@@ -177,21 +220,29 @@ class CCPEngine:
     def _matches(state: Any, position: Position) -> bool:
         return tuple(state.board) == position.board and state.to_move == position.to_move and state.ply == position.ply
 
-    def _parse_go(self, args: list[str]) -> dict[str, int]:
+    def _parse_go(self, args: list[str]) -> tuple[dict[str, int], list[str]]:
+        """The search limits of ``go`` args, capped by :attr:`limits`, and a note per cap applied."""
         limits: dict[str, int] = {}
-        i = 0
-        while i < len(args):
-            key = args[i]
-            if key not in ("nodes", "movetime") or i + 1 >= len(args) or not args[i + 1].isdigit():
-                raise ProtocolError("go takes 'nodes <N>' and/or 'movetime <MS>' with non-negative integers")
-            limits[key] = int(args[i + 1])
-            i += 2
-        return limits
+        notes: list[str] = []
+        caps = {"nodes": (1, self.limits.max_nodes, "--max-nodes"),
+                "movetime": (0, self.limits.max_movetime_ms, "--max-movetime-ms")}
+        if len(args) % 2 or any(key not in caps for key in args[::2]):
+            raise ProtocolError("go takes 'nodes <N>' (N >= 1) and/or 'movetime <MS>' (MS >= 0)")
+        for key, text in zip(args[::2], args[1::2]):
+            minimum, cap, flag = caps[key]
+            value = parse_int(text, f"go {key}", minimum=minimum, maximum=2**63 - 1)
+            if value > cap:
+                notes.append(f"info string go {key} {value} capped at {cap} (hopzero engine {flag})")
+                value = cap
+            limits[key] = value
+        return limits, notes
 
-    def _think(self, nodes: int | None = None, movetime: int | None = None) -> Move:
+    def _think(
+        self, nodes: int | None = None, movetime: int | None = None, stop: Callable[[], bool] | None = None
+    ) -> Move:
         think = getattr(self.player, "select_with_limits", None)
         if think is not None:
-            return think(self.state, nodes=nodes, movetime_ms=movetime)
+            return think(self.state, nodes=nodes, movetime_ms=movetime, stop=stop)
         return self.player.select(self.state)
 
     def _analyze(self) -> tuple[float, list[tuple[Move, float]]]:
@@ -201,13 +252,149 @@ class CCPEngine:
         return analyze(self.state)
 
 
-def serve(rules: Rules | str, player_spec: str, seed: SeedLike, stdin: TextIO, stdout: TextIO) -> int:
-    """Run the protocol loop until ``quit`` or end of input; returns the exit status."""
-    engine = CCPEngine(preset(rules) if isinstance(rules, str) else rules, player_spec, seed)
-    for line in stdin:
-        for reply in engine.handle(line):
-            stdout.write(reply + "\n")
-        stdout.flush()
-        if engine.finished:
-            break
-    return 0
+# ---------------------------------------------------------------------------------------------
+# Reading stdin
+# ---------------------------------------------------------------------------------------------
+
+_EOF = None  # what the reader queues at the end of input
+
+
+def decode_line(raw: bytes) -> str:
+    """The text of one input line: printable ASCII (tabs allowed, CRLF endings too).
+
+    Raises :class:`ProtocolError` naming the first offending byte, so that binary garbage or
+    invalid UTF-8 is one error line and never a command.
+    """
+    body = raw.removesuffix(b"\n").removesuffix(b"\r")
+    for column, byte in enumerate(body):
+        where = f"byte 0x{byte:02x} at column {column}"
+        if byte >= 0x80:
+            raise ProtocolError(f"line is not ASCII ({where}); CCP commands are ASCII text")
+        if (byte < 0x20 and byte != 0x09) or byte == 0x7F:
+            raise ProtocolError(f"line has a control character ({where}); CCP commands are printable ASCII")
+    return body.decode("ascii")
+
+
+class _LineReader:
+    """Reads stdin on a daemon thread into a small queue: decoded lines, a ``ProtocolError`` for
+    a line that is not a command, ``_EOF`` at the end.
+
+    It reads the raw file (no buffered object whose lock a daemon thread could hold at exit) and
+    splits lines itself, keeping at most :data:`MAX_LINE_BYTES` of a line: a longer one is
+    skipped to its end and reported. The queue is bounded, so a flood waits in the pipe.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._read = getattr(stream, "raw", stream).read
+        self.queue: queue.Queue[str | ProtocolError | None] = queue.Queue(maxsize=MAX_WAITING)
+        threading.Thread(target=self._run, name="ccp-stdin", daemon=True).start()
+
+    def _run(self) -> None:
+        buf = bytearray()
+        skipped = 0  # bytes of an over-long line dropped so far (0: not inside one)
+        while True:
+            chunk = self._read(1 << 16)
+            if not chunk:
+                if skipped or buf:
+                    self._put(bytes(buf), skipped)
+                self.queue.put(_EOF)
+                return
+            buf += chunk
+            while (end := buf.find(b"\n")) >= 0:
+                self._put(bytes(buf[:end]), skipped)
+                skipped = 0
+                del buf[: end + 1]
+            if len(buf) > MAX_LINE_BYTES:
+                skipped += len(buf)
+                buf.clear()
+
+    def _put(self, line: bytes, skipped: int) -> None:
+        if skipped or len(line) > MAX_LINE_BYTES:
+            size = skipped + len(line)
+            self.queue.put(ProtocolError(f"line too long ({size} bytes, at most {MAX_LINE_BYTES}); it was skipped"))
+            return
+        try:
+            self.queue.put(decode_line(line))
+        except ProtocolError as exc:
+            self.queue.put(exc)
+
+
+def _word(item: str | ProtocolError | None) -> str:
+    """The command word of a queued item ('' for garbage and the end of input)."""
+    words = item.split(maxsplit=1) if isinstance(item, str) else []
+    return words[0] if words else ""
+
+
+class _Session:
+    """The protocol loop: one command at a time, and during a ``go`` search a poll of stdin
+    between chunks that takes ``stop``/``quit`` at once, answers ``isready`` when nothing is waiting
+    before it, and holds the other commands (at most :data:`MAX_WAITING`) for after ``bestmove``."""
+
+    def __init__(self, engine: CCPEngine, stdin: BinaryIO, stdout: TextIO) -> None:
+        self.engine = engine
+        self.reader = _LineReader(stdin)
+        self.out = stdout
+        self.waiting: deque[str | ProtocolError | None] = deque()
+        self.stopping = False
+
+    def run(self) -> int:
+        while not self.engine.finished:
+            item = self.waiting.popleft() if self.waiting else self.reader.queue.get()
+            if item is _EOF:
+                break
+            if isinstance(item, ProtocolError):
+                self._write([f"info string error {item}"])
+                continue
+            self.stopping = False
+            self._write(self.engine.handle(item, stop=self._poll))
+        return 0
+
+    def _write(self, lines: list[str]) -> None:
+        for line in lines:
+            self.out.write(line + "\n")
+        self.out.flush()
+
+    def _poll(self) -> bool:
+        """Whether the running search should stop: takes in what stdin has sent meanwhile."""
+        for _ in range(MAX_WAITING):  # what the reader's queue holds; a flood waits for the next poll
+            try:
+                self._arrived(self.reader.queue.get_nowait())
+            except queue.Empty:
+                break
+        # a stop/quit before the next waiting go is meant for this search
+        for item in list(self.waiting):
+            word = _word(item)
+            if word == "go":
+                break
+            if word in _STOPPERS:
+                self.waiting.remove(item)
+                self.stopping = True
+                self.engine.finished = self.engine.finished or word == "quit"
+        while self.waiting and _word(self.waiting[0]) == "isready":
+            self.waiting.popleft()
+            self._write(["readyok"])
+        return self.stopping
+
+    def _arrived(self, item: str | ProtocolError | None) -> None:
+        """Hold a line that came during a search; beyond :data:`MAX_WAITING` drop it with an error
+        line, except the end of input and a stop/quit meant for the running search."""
+        for_this_search = _word(item) in _STOPPERS and not any(_word(w) == "go" for w in self.waiting)
+        if len(self.waiting) >= MAX_WAITING and item is not _EOF and not for_this_search:
+            shown = excerpt(item if isinstance(item, str) else str(item))
+            self._write([f"info string error {MAX_WAITING} commands already wait for the search; dropped {shown}"])
+            return
+        self.waiting.append(item)
+
+
+def serve(
+    rules: Rules | str,
+    player_spec: str,
+    seed: SeedLike,
+    stdin: BinaryIO,
+    stdout: TextIO,
+    limits: Limits = Limits(),
+) -> int:
+    """Run the protocol loop on byte-stream ``stdin`` until ``quit`` or end of input; returns
+    the exit status."""
+    engine = CCPEngine(preset(rules) if isinstance(rules, str) else rules, player_spec, seed, limits)
+    return _Session(engine, stdin, stdout).run()

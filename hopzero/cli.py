@@ -15,7 +15,9 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
 ``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
 player, malformed position, illegal move, bad number) exits with status 2 and one line on stderr
-that says what is wrong and what is valid, never a traceback.
+that says what is wrong and what is valid, never a traceback. Every number is read by
+``ccengine.notation.parse_int`` (ASCII digits, within a range: ``_int_arg(minimum, maximum)``;
+the bounds are the constants below) or ``parse_positive_float``.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from ccengine.engines import ENGINES, EngineError, new_state
-from ccengine.notation import NotationError, parse_move, parse_position
+from ccengine.notation import NotationError, parse_int, parse_move, parse_position, parse_positive_float
 from ccengine.players import PlayerSpecError, make_player
 from ccengine.reference import IllegalMoveError
 from ccengine.reference import perft as reference_perft
 from ccengine.rules import Rules, RulesError, preset
 from hopzero import bench
+from hopzero.ccp import DEFAULT_MAX_MOVETIME_MS, DEFAULT_MAX_NODES, MOVETIME_CEILING_MS, NODES_CEILING
 from learner import network_player  # noqa: F401 - registers the mcts SPEC
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -71,28 +74,46 @@ def _preset_arg(name: str) -> Rules:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _int_arg(minimum: int) -> Callable[[str], int]:
+#: The default upper bound of an integer argument: what a C ``int`` holds, so no count reaches
+#: the compiled engine or search as an overflow.
+INT_ARG_MAX = 2**31 - 1
+#: Seeds: what every numpy generator accepts (the legacy ones stop at 2**32 - 1).
+SEED_MAX = 2**32 - 1
+#: perft's tree grows about 30-fold a ply on cc49: depth 6 already takes minutes.
+PERFT_MAX_DEPTH = 8
+#: A match: games, processes, games in flight, random opening plies.
+MATCH_MAX_GAMES = 1_000_000
+MAX_WORKERS = 256
+MAX_PARALLEL = 4096
+MAX_RANDOM_OPENING = 1000
+#: Every count of a benchmark (games, simulations, steps, positions, threads).
+BENCH_INT_MAX = 100_000
+
+
+def _int_arg(minimum: int, maximum: int = INT_ARG_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer in ``minimum..maximum``, ASCII digits only."""
+
     def parse(text: str) -> int:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
-        return value
+            return parse_int(text, "", minimum=minimum, maximum=maximum)
+        except NotationError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = f"integer >= {minimum}"
+    parse.__name__ = f"integer in {minimum}..{maximum}"
     return parse
 
 
-def _float_arg(text: str) -> float:
+def _seed_arg(text: str) -> int:
+    """An argparse type for ``--seed``: ``0..SEED_MAX``."""
+    return _int_arg(0, SEED_MAX)(text)
+
+
+def _float_arg(text: str, maximum: float = 1e6) -> float:
+    """An argparse type: a positive finite number (``nan``, ``inf`` and signs refused)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} must be positive")
-    return value
+        return parse_positive_float(text, "", maximum=maximum)
+    except NotationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_preset(p: argparse.ArgumentParser) -> None:
@@ -180,7 +201,8 @@ def _add_perft(sub: Any) -> None:
     p = sub.add_parser("perft", help="count the leaves of the legal-move tree (move generator check)")
     _add_preset(p)
     _add_position(p)
-    p.add_argument("--depth", type=_int_arg(1), required=True, metavar="D", help="plies (>= 1)")
+    p.add_argument("--depth", type=_int_arg(1, PERFT_MAX_DEPTH), required=True, metavar="D",
+                   help=f"plies (1..{PERFT_MAX_DEPTH})")
     p.add_argument("--divide", action="store_true", help="also the count below each first move at depth D")
     _add_engine(p)
     _add_json(p)
@@ -210,14 +232,16 @@ def _add_match(sub: Any) -> None:
     _add_preset(p)
     p.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, mcts:model=PATH,sims=S")
     p.add_argument("--b", required=True, metavar="SPEC", help="player B")
-    p.add_argument("--games", type=_int_arg(1), default=100, metavar="N", help="games (default 100)")
-    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="match seed (default 0)")
+    p.add_argument("--games", type=_int_arg(1, MATCH_MAX_GAMES), default=100, metavar="N", help="games (default 100)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="match seed (default 0)")
     p.add_argument(
-        "--random-opening", type=_int_arg(0), default=3, metavar="K", help="random first moves per side (default 3)"
+        "--random-opening", type=_int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
+        help="random first moves per side (default 3)",
     )
-    p.add_argument("--workers", type=_int_arg(1), default=1, metavar="W", help="processes (same result for any W)")
+    p.add_argument("--workers", type=_int_arg(1, MAX_WORKERS), default=1, metavar="W",
+                   help=f"processes, at most {MAX_WORKERS} (same result for any W)")
     p.add_argument(
-        "--parallel", type=_int_arg(1), default=1, metavar="P",
+        "--parallel", type=_int_arg(1, MAX_PARALLEL), default=1, metavar="P",
         help="games in flight in one process, mcts searches batched (default 1: one game at a time)",
     )
     _add_engine(p)
@@ -318,7 +342,7 @@ def _add_move(sub: Any) -> None:
     _add_preset(p)
     _add_position(p, required=True)
     p.add_argument("--player", required=True, metavar="SPEC", help="player SPEC, e.g. greedy")
-    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the player's seed (default 0)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="the player's seed (default 0)")
     _add_engine(p)
     _add_json(p)
     p.set_defaults(func=_cmd_move)
@@ -347,9 +371,13 @@ def _add_bench(sub: Any) -> None:
     )
     what = p.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     what.required = True
-    kit = bench.ArgKit(add_preset=_add_preset, add_json=_add_json, int_at_least=_int_arg, positive=_float_arg)
+    kit = bench.ArgKit(add_preset=_add_preset, add_json=_add_json, int_at_least=_bench_int_arg, positive=_float_arg)
     bench.add_parsers(what, kit)
     p.set_defaults(func=_cmd_bench)
+
+
+def _bench_int_arg(minimum: int) -> Callable[[str], int]:
+    return _int_arg(minimum, BENCH_INT_MAX)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -422,7 +450,7 @@ def _add_play(sub: Any) -> None:
     _add_preset(p)
     p.add_argument("--player", default="greedy", metavar="SPEC", help="your opponent (default greedy)")
     p.add_argument("--side", choices=("x", "o"), default="x", help="x moves first from the bottom (default x)")
-    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the opponent's seed (default 0)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="the opponent's seed (default 0)")
     p.add_argument("--color", action="store_true", help="colour the board (default: only on a terminal)")
     p.set_defaults(func=_cmd_play)
 
@@ -452,14 +480,23 @@ def _add_ccp(sub: Any) -> None:
     p = sub.add_parser("engine", help="speak the CCP engine protocol on stdin/stdout (docs/PROTOCOL.md)")
     _add_preset(p)
     p.add_argument("--player", default="greedy", metavar="SPEC", help="the player that thinks (default greedy)")
-    p.add_argument("--seed", type=_int_arg(0), default=0, metavar="S", help="the player's seed (default 0)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="the player's seed (default 0)")
+    p.add_argument("--max-nodes", type=_int_arg(1, NODES_CEILING), default=DEFAULT_MAX_NODES, metavar="N",
+                   help=f"cap on 'go nodes' (default {DEFAULT_MAX_NODES})")
+    p.add_argument("--max-movetime-ms", type=_int_arg(1, MOVETIME_CEILING_MS), default=DEFAULT_MAX_MOVETIME_MS,
+                   metavar="MS", help=f"cap on 'go movetime' in milliseconds (default {DEFAULT_MAX_MOVETIME_MS})")
     p.set_defaults(func=_cmd_ccp)
 
 
 def _cmd_ccp(args: argparse.Namespace) -> int:
-    from hopzero.ccp import serve
+    from hopzero.ccp import Limits, serve
 
-    return serve(args.preset, args.player, args.seed, sys.stdin, sys.stdout)
+    limits = Limits(max_nodes=args.max_nodes, max_movetime_ms=args.max_movetime_ms)
+    try:
+        return serve(args.preset, args.player, args.seed, sys.stdin.buffer, sys.stdout, limits)
+    except BrokenPipeError:  # the referee closed our output: nobody is left to answer
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------

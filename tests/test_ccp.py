@@ -3,76 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from ccp_helpers import cells_text, engine  # noqa: F401 - engine is a fixture
 
 from ccengine import move_path, new_state, preset
 from ccengine.players import make_player
-
-
-def _hopzero() -> list[str]:
-    exe = Path(sys.executable).with_name("hopzero")
-    return [str(exe)] if exe.exists() else [shutil.which("hopzero") or "hopzero"]
-
-
-class Engine:
-    """A CCP engine subprocess with line-oriented request/response helpers."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [*_hopzero(), "engine", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def until(self, prefix: str) -> list[str]:
-        """Lines read up to and including the first one starting with ``prefix``."""
-        assert self.proc.stdout is not None
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, f"engine closed its output waiting for {prefix!r}; got {lines}"
-            lines.append(line.rstrip("\n"))
-            if line.startswith(prefix):
-                return lines
-
-    def close(self) -> int:
-        self.send("quit")
-        return self.proc.wait(timeout=30)
-
-
-def cells_text(state) -> str:
-    return "".join({-1: ".", 0: "0", 1: "1"}[v] for v in state.board)
-
-
-@pytest.fixture
-def engine():
-    started: list[Engine] = []
-
-    def start(*args: str) -> Engine:
-        e = Engine(*args)
-        started.append(e)
-        return e
-
-    yield start
-    for e in started:
-        if e.proc.poll() is None:
-            e.proc.kill()
-        e.proc.wait()
 
 
 def test_handshake(engine):

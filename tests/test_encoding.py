@@ -61,7 +61,7 @@ def random_position(rules: Rules, rng: random.Random) -> Position:
     board = [-1] * rules.cells
     for j, cell in enumerate(cells):
         board[cell] = 0 if j < rules.k else 1
-    return Position(tuple(board), rng.randrange(2), rng.randrange(300))
+    return Position(tuple(board), rng.randrange(2), rng.randrange(rules.max_plies + 1))  # a game ends there
 
 
 # ---------------------------------------------------------------------------------------------

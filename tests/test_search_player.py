@@ -51,6 +51,25 @@ def test_nodes_and_movetime_limits():
     assert timed.simulations >= 64  # at least one chunk, however slow the machine
 
 
+def test_stop_ends_a_search_between_chunks_and_is_not_cached():
+    rules = preset("small-5-6")
+    player = make_player("mcts-rollout:sims=400", rules, seed=0)
+    state = new_state(rules)
+    asked = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return len(asked) >= 2  # stop at the second question: two chunks of 64 searched
+
+    cut = player.think(state, nodes=100_000, stop=stop)
+    assert cut.simulations == 128 and len(asked) == 2
+    full = player.think(state, nodes=100)  # an unstopped search with the same limits runs afresh
+    assert full.simulations == 100
+    assert player.think(state, nodes=100, stop=lambda: False) is full  # and is cached
+    stopped_at_once = player.think(state, movetime_ms=86_400_000, stop=lambda: True)
+    assert stopped_at_once.simulations == 64  # a day's movetime, stopped after the first chunk
+
+
 def test_rollout_search_takes_a_win_in_one():
     rules = preset("small-4-3")
     pos = parse_position(rules, "...o/..xx/ox../o... x")  # (1,2) -> (0,2) fills the goal

@@ -1,0 +1,302 @@
+"""Attack replays, protocol area: numbers and garbage fed to ``hopzero engine`` and the CLI.
+
+Each test replays one attack of the reliability review (docs/reliability/protocol.md) against
+the real installed ``hopzero`` command: the engine over its stdin/stdout as a referee drives it,
+the CLI as a person types it. Every bad input must give one short error line, change nothing,
+and leave the engine running.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from ccp_helpers import REPLY_GUARD_S, cells_text, engine, hopzero  # noqa: F401 - engine is a fixture
+
+from ccengine import format_position, new_state, preset, start_position
+from ccengine.players import make_player
+from hopzero.cli import main
+from hopzero.play import play_terminal
+
+RULES = preset("cc49")
+#: Longest error line accepted: a short excerpt of the input and the list of valid commands.
+MAX_ERROR_LINE = 300
+
+
+def _midgame():
+    """A cc49 state six plies in, with player 0 to move (not the start: its legal moves differ)."""
+    state = new_state(RULES)
+    players = [make_player("greedy-stochastic", RULES, seed=s) for s in (1, 2)]
+    for _ in range(6):
+        state.play(players[state.to_move].select(state))
+    return state
+
+
+MID = _midgame()
+MID_COMMAND = f"position cells {cells_text(MID)} player {MID.to_move} ply {MID.ply}"
+
+
+def _snapshot(e) -> str:
+    """The engine's view of its position: greedy-stochastic's analysis depends on every piece."""
+    e.send("analyze topk 1000")
+    return e.until("analysis")[-1]
+
+
+def _legal(state, best_line: str) -> bool:
+    path = [int(c) for c in best_line.split()[1].split("-")]
+    return (path[0], path[-1]) in state.legal_moves()
+
+
+# --- garbage and bad numbers on the protocol ----------------------------------------------------
+
+GARBAGE = {
+    "superscript-two topk": "analyze topk ²".encode(),
+    "superscript-two nodes": "go nodes ²".encode(),
+    "arabic-indic movetime": "go movetime ٣".encode(),
+    "ply past int32": f"position cells {cells_text(MID)} player 0 ply 2147483648".encode(),
+    "ply past the game": f"position cells {cells_text(MID)} player 0 ply 201".encode(),
+    "negative ply": f"position cells {cells_text(MID)} player 0 ply -1".encode(),
+    "negative nodes": b"go nodes -5",
+    "plus sign": b"go nodes +5",
+    "underscore digits": b"go nodes 1_000",
+    "nodes zero": b"go nodes 0",
+    "5000 digits": b"go nodes " + b"9" * 5000,
+    "20 digits topk": b"analyze topk 99999999999999999999",
+    "binary bytes": bytes(range(0, 9)) + b"\xff\xfe\x80",
+    "NUL inside a command": b"position startpos\x00",
+    "invalid utf-8": b"go nodes \xc3\x28",
+    "empty line": b"",
+    "blank line": b" \t ",
+    "unknown command": b"fly",
+    "long unknown command": b"fly" + b"y" * 4000,
+    "10 MB line": b"go nodes " + b"7" * 10_000_000,
+    "10 MB token with spaces": b"fly " + b"a " * 5_000_000,
+}
+
+
+def test_garbage_gives_one_short_error_line_and_changes_nothing(engine):
+    """Every attack line in turn, to one engine: one short error line each, the game untouched."""
+    e = engine("--preset", "cc49", "--player", "greedy-stochastic")
+    e.send(MID_COMMAND)
+    before = _snapshot(e)
+    for name, garbage in GARBAGE.items():
+        e.send(garbage)
+        e.send("isready")
+        lines = e.until("readyok")
+        assert len(lines) == 2 and lines[0].startswith("info string error "), (name, lines[0][:MAX_ERROR_LINE])
+        assert len(lines[0]) <= MAX_ERROR_LINE, (name, lines[0][:MAX_ERROR_LINE])
+        assert _snapshot(e) == before, name  # same position, same game
+    e.send("go nodes 1")
+    assert _legal(MID, e.until("bestmove")[-1])
+    assert e.close() == 0
+    assert "Traceback" not in e.stderr()
+
+
+def test_setoption_echoes_a_short_excerpt(engine):
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send("setoption name " + "v" * 4000)
+    e.send("isready")
+    lines = e.until("readyok")
+    assert len(lines) == 2 and lines[0].startswith("info string option ") and len(lines[0]) <= MAX_ERROR_LINE
+    assert e.close() == 0
+
+
+def test_crlf_line_endings_are_commands(engine):
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send(b"isready\r")
+    assert e.until("readyok") == ["readyok"]
+    assert e.close() == 0
+
+
+# --- go limits and stop -------------------------------------------------------------------------
+
+
+def test_go_nodes_beyond_the_cap_is_searched_at_the_cap(engine):
+    e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=10", "--max-nodes", "50")
+    e.send("position startpos")
+    e.send("go nodes 2000000000")
+    lines = e.until("bestmove")
+    assert "info string go nodes 2000000000 capped at 50 (hopzero engine --max-nodes)" in lines
+    assert _legal(new_state(preset("small-5-6")), lines[-1])
+    assert e.close() == 0
+
+
+def test_go_movetime_beyond_the_cap_is_searched_at_the_cap(engine):
+    e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=10", "--max-movetime-ms", "20")
+    e.send("position startpos")
+    e.send("go movetime 86400000")
+    lines = e.until("bestmove")
+    assert "info string go movetime 86400000 capped at 20 (hopzero engine --max-movetime-ms)" in lines
+    assert e.close() == 0
+
+
+def _searching_engine(engine):
+    """An engine in a search that cannot end by itself within the test (a day's movetime)."""
+    e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=10", "--max-movetime-ms", "86400000")
+    e.send("position startpos")
+    e.send("go movetime 86400000")
+    e.send("isready")  # answered between chunks of the running search: proves it is running
+    assert e.until("readyok") == ["readyok"]
+    return e
+
+
+def test_stop_ends_a_search_in_progress_with_its_best_move(engine):
+    e = _searching_engine(engine)
+    e.send("stop")
+    lines = e.until("bestmove")
+    assert _legal(new_state(preset("small-5-6")), lines[-1])
+    e.send("isready")
+    assert e.until("readyok") == ["readyok"]
+    assert e.close() == 0
+
+
+def test_go_nodes_is_stoppable_too(engine):
+    e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=10", "--max-nodes", "2000000000")
+    e.send("position startpos")
+    e.send("go nodes 2000000000")
+    e.send("isready")
+    assert e.until("readyok") == ["readyok"]
+    e.send("stop")
+    assert _legal(new_state(preset("small-5-6")), e.until("bestmove")[-1])
+    assert e.close() == 0
+
+
+def test_quit_during_a_search_answers_and_exits(engine):
+    e = _searching_engine(engine)
+    e.send("quit")
+    assert e.until("bestmove")[-1].startswith("bestmove ")
+    assert e.proc.wait(timeout=REPLY_GUARD_S) == 0
+
+
+def test_commands_sent_during_a_search_run_after_its_bestmove(engine):
+    rules = preset("small-5-6")
+    state = new_state(rules)
+    players = [make_player("greedy-stochastic", rules, seed=s) for s in (3, 4)]
+    for _ in range(4):
+        state.play(players[state.to_move].select(state))
+    e = _searching_engine(engine)
+    e.send(f"position cells {cells_text(state)} player {state.to_move} ply {state.ply}")
+    e.send("stop")  # for the running search: it comes before the next go
+    e.send("go nodes 20")
+    first = e.until("bestmove")[-1]
+    assert _legal(new_state(rules), first)  # the search on the start position
+    assert _legal(state, e.until("bestmove")[-1])  # the waiting go, on the new position
+    assert e.close() == 0
+
+
+def test_isready_waits_behind_commands_held_for_a_search(engine):
+    e = _searching_engine(engine)
+    e.send("fly")
+    e.send("isready")
+    e.send("stop")
+    lines = e.until("readyok")
+    assert lines[0].startswith("info time") or lines[0].startswith("bestmove"), lines
+    assert [line.split()[0] for line in lines[-3:]] == ["bestmove", "info", "readyok"]
+    assert lines[-2].startswith("info string error unknown command 'fly'")
+    assert e.close() == 0
+
+
+def test_a_flood_during_a_search_is_bounded_and_stop_still_gets_through(engine):
+    e = _searching_engine(engine)
+    for _ in range(100):
+        e.send("protocol")
+    e.send("stop")
+    lines = e.until("bestmove")
+    dropped = [line for line in lines if line.startswith("info string error 64 commands already wait")]
+    assert len(dropped) == 36 and all(len(line) <= MAX_ERROR_LINE for line in dropped)
+    e.send("isready")
+    after = e.until("readyok")
+    assert after == ["protocol ccp"] * 64 + ["readyok"]
+    assert e.close() == 0
+
+
+# --- the command line's numbers -----------------------------------------------------------------
+
+START = format_position(RULES, start_position(RULES))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*hopzero(), *args], capture_output=True, text=True, timeout=REPLY_GUARD_S)
+
+
+def _main(capsys, args: list[str]) -> tuple[int, str, str]:
+    """``hopzero ARGS`` in this process (one torch import for all cases): status, stdout, stderr."""
+    try:
+        status = main(args)
+    except SystemExit as exc:  # argparse's own errors
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_installed_command_refuses_an_unbounded_perft_and_a_huge_ply():
+    """The two attacks as typed: before, perft ran forever and move died with a traceback."""
+    for args, word in [
+        (["perft", "--depth", "100"], "at most 8"),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " 2147483648")], "at most 200"),
+    ]:
+        proc = _run(*args)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+        assert len(proc.stderr.strip().splitlines()) == 1 and word in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["perft", "--depth", "100"], ["--depth", "at most 8"]),
+        (["perft", "--depth", "²"], ["--depth", "not an integer"]),
+        (["perft", "--depth", "1", "--moves", "²-3"], ["move '²-3'"]),
+        (["perft", "--depth", "1", "--moves", "1-" + "9" * 5000], ["must be two cell indices", "characters"]),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " 2147483648")],
+         ["ply count 2147483648", "at most 200"]),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " ²")], ["ply count '²'"]),
+        (["move", "--player", "greedy", "--position", START.replace(" 0", " -1")], ["ply count -1 must be at least 0"]),
+        (["move", "--player", "greedy", "--position", START, "--seed", "99999999999"], ["--seed", "at most"]),
+        (["match", "--a", "greedy", "--b", "random", "--games", "99999999999999999999"], ["--games"]),
+        (["match", "--a", "greedy", "--b", "random", "--games", "2", "--workers", "100000"],
+         ["--workers", "at most 256"]),
+        (["match", "--a", "greedy", "--b", "random", "--games", "2", "--parallel", "1000000000"],
+         ["--parallel", "at most"]),
+        (["match", "--a", "greedy", "--b", "random", "--games", "2", "--random-opening", "100000"],
+         ["--random-opening", "at most"]),
+        (["match", "--a", "greedy", "--b", "random", "--games", "2", "--seed", "-1"], ["--seed"]),
+        (["bench", "selfplay", "--sims", "1000000000"], ["--sims", "at most"]),
+        (["bench", "learner", "--seconds", "inf"], ["--seconds", "not a positive number"]),
+        (["bench", "movegen", "--min-time", "nan"], ["--min-time", "not a positive number"]),
+        (["dashboard", "render", "--minutes", "1e400"], ["--minutes"]),
+        (["engine", "--max-nodes", "0"], ["--max-nodes", "at least 1"]),
+        (["engine", "--max-movetime-ms", "1e3"], ["--max-movetime-ms", "not an integer"]),
+        (["play", "--seed", "²"], ["--seed", "not an integer"]),
+    ],
+)
+def test_bad_numbers_on_the_command_line_give_one_line_and_exit_2(capsys, args, words):
+    status, out, err = _main(capsys, args)
+    assert status == 2, err[-2000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err[-2000:]
+    assert len(lines[0]) <= MAX_ERROR_LINE, lines[0][:MAX_ERROR_LINE]
+    for word in words:
+        assert word in lines[0]
+    assert out == ""
+
+
+def test_perft_at_the_depth_bound_is_accepted(capsys):
+    status, out, err = _main(capsys, ["perft", "--preset", "small-4-3", "--depth", "8", "--json"])
+    assert status == 0, err
+    assert len(json.loads(out)["perft"]) == 8
+
+
+# --- hopzero play: the person's moves are numbers from outside too -------------------------------
+
+
+@pytest.mark.parametrize("typed", ["9" * 5000 + "-1", "٣-5", "1.²-2.1", "48-" + "1" * 30])
+def test_play_answers_a_bad_number_and_asks_again(typed):
+    import io
+
+    out = io.StringIO()
+    answers = iter([typed, "quit"])
+    result = play_terminal(RULES, "greedy", human_side=0, seed=0, read=lambda prompt: next(answers), out=out)
+    assert result == -1  # the person resigned after the bad move was refused
+    refusal = [line for line in out.getvalue().splitlines() if line.startswith("not a move")]
+    assert len(refusal) == 1 and len(refusal[0]) <= MAX_ERROR_LINE
