@@ -24,6 +24,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 
 import numpy as np
 
+from .notation import excerpt
 from .rules import PASS, Rules
 
 __all__ = [
@@ -254,16 +255,16 @@ def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
     name, _, rest = spec.strip().partition(":")
     kind = _REGISTRY.get(name)
     if kind is None:
-        raise PlayerSpecError(f"unknown player {name!r} in {spec!r}; valid: {_valid_players()}")
+        raise PlayerSpecError(f"unknown player {excerpt(name)} in {excerpt(spec)}; valid: {_valid_players()}")
     options: dict[str, object] = {}
     valid = ", ".join(sorted(kind.options)) or "none"
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq:
-            raise PlayerSpecError(f"player option {item!r} in {spec!r} must be key=value; {name} options: {valid}")
+            raise PlayerSpecError(f"player option {excerpt(item)} must be key=value; {name} options: {valid}")
         if key not in kind.options:
-            raise PlayerSpecError(f"unknown option {key!r} for player {name!r}; valid: {valid}")
+            raise PlayerSpecError(f"unknown option {excerpt(key)} for player {name!r}; valid: {valid}")
         if key in options:
             raise PlayerSpecError(f"option {key!r} given twice in {spec!r}")
         parser = kind.options[key]
@@ -271,7 +272,7 @@ def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
             options[key] = parser(text.strip())
         except (TypeError, ValueError) as exc:
             hint = getattr(parser, "__name__", "a valid value")
-            raise PlayerSpecError(f"option {key}={text!r} of player {name!r} is not {hint}: {exc}") from None
+            raise PlayerSpecError(f"option {key}={excerpt(text)} of player {name!r} is not {hint}: {exc}") from None
     missing = sorted(kind.required - set(options))
     if missing:
         raise PlayerSpecError(f"player {name!r} needs option(s) {', '.join(missing)}: {kind.usage()}")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .encoding import PieceTracker
+from .notation import parse_int, parse_positive_float
 from .players import SeedLike, register_player
 from .rules import PASS, Rules
 from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
@@ -224,14 +225,21 @@ def _greedy_opponent(opponent: str) -> bool:
     return opponent == "greedy"
 
 
-def positive(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        value = kind(text)
-        if value <= 0:
-            raise ValueError(f"{text} must be positive")
-        return value
+#: The largest number a SPEC option takes: far beyond any useful search, small enough that no
+#: buffer sized from it can exhaust memory.
+SPEC_NUMBER_MAX = 10_000_000
 
-    parse.__name__ = f"a positive {kind.__name__}"
+
+def positive(kind: type) -> Any:
+    """The parser of a positive ``int`` or ``float`` SPEC option: ASCII digits only, bounded
+    (the engine protocol's strict number reading, ``ccengine.notation``)."""
+
+    def parse(text: str) -> Any:
+        if kind is int:
+            return parse_int(text, "", minimum=1, maximum=SPEC_NUMBER_MAX)
+        return parse_positive_float(text, "", maximum=SPEC_NUMBER_MAX)
+
+    parse.__name__ = f"a positive {kind.__name__} (at most {SPEC_NUMBER_MAX:,})"
     return parse
 
 

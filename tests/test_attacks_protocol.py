@@ -300,3 +300,18 @@ def test_play_answers_a_bad_number_and_asks_again(typed):
     assert result == -1  # the person resigned after the bad move was refused
     refusal = [line for line in out.getvalue().splitlines() if line.startswith("not a move")]
     assert len(refusal) == 1 and len(refusal[0]) <= MAX_ERROR_LINE
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["mcts-rollout:sims=²", "mcts-rollout:sims=٣", "mcts-rollout:sims=1_000", "mcts-rollout:sims=99999999999",
+     "mcts-rollout:sims=8,c=nan", "mcts-rollout:sims=8,c=inf", "mcts-rollout:sims=-3", "mcts-rollout:sims=" + "9" * 100_000],
+)
+def test_numbers_inside_a_player_spec_are_strict_and_bounded(spec):
+    """A SPEC's numbers go through the same strict reader as the protocol's; the error quotes a
+    short excerpt of the value, never all of it."""
+    from ccengine.players import PlayerSpecError
+
+    with pytest.raises(PlayerSpecError) as raised:
+        make_player(spec, RULES, seed=1)
+    assert len(str(raised.value)) < 400
