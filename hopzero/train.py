@@ -467,7 +467,11 @@ def _one_line(exc: BaseException) -> str:
     else:
         lines = _ANSI.sub("", str(exc)).splitlines()
         errors = [line for line in lines if _ERROR_LINE.match(line)]
-        text = errors[-1] if errors else f"{type(exc).__name__}: {next((l for l in lines if l.strip()), '')}"
+        if errors:  # "learner.checkpoint.CheckpointError: ..." -> "CheckpointError: ..."
+            name, _, message = errors[-1].partition(": ")
+            text = f"{name.rsplit('.', 1)[-1]}: {message}"
+        else:
+            text = f"{type(exc).__name__}: {next((line for line in lines if line.strip()), '')}"
     return text.splitlines()[0].strip()[:400] if text.strip() else type(exc).__name__
 
 
