@@ -5,7 +5,9 @@ configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` gam
 best settings and the default, ``demo`` = minutes on a laptop). The configurations are YAML files
 beside this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
-error that names the valid ones. The whole tree, with its hash, travels inside every checkpoint
+error that names the valid ones, and every value is checked against the type, range or choices
+its section declares (``ccengine.fields``); an error names the field's dotted path
+(``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash, travels inside every checkpoint
 and every game record.
 """
 
