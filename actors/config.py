@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from ccengine.fields import check_fields, checked
 
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
 
@@ -12,37 +14,44 @@ __all__ = ["SelfPlayConfig", "StageOneConfig"]
 class SelfPlayConfig:
     """The self-play actors (stage 2 of the paper)."""
 
-    actors: int = 0
+    actors: int = checked(0, ge=0)
     """Number of actors; 0 = as many as Ray's CPUs allow after the learner and evaluator."""
-    actor_cpus: float = 1.0
+    actor_cpus: float = checked(1.0, gt=0)
     """Ray CPUs each actor asks for (fractional on a small box so everything is scheduled)."""
-    games_per_actor: int = 32
+    games_per_actor: int = checked(32, ge=1)
     """Concurrent games per actor, searched in one batch (paper: 1 game per process)."""
-    resign_threshold: float = 0.0
+    resign_threshold: float = checked(0.0, ge=0, le=1)
     """Resign when the root value stays below ``-resign_threshold`` (0 = never; paper: never)."""
-    resign_playout_fraction: float = 0.1
+    resign_playout_fraction: float = checked(0.1, ge=0, le=1)
     """Share of games that never resign, to measure how often resigning would be wrong."""
-    rules: dict[str, Any] = field(default_factory=dict)
+    rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed for the training games only (stage 1 and self-play), on top of the
     game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
     side advanced instead of as a draw, so that self-play learns to race (the paper's soft move
     limit). Evaluation (gate, greedy, Elo) always plays the game's own rules."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
 class StageOneConfig:
     """The paper's stage 1: supervised pretraining on greedy self-play (section 3.5)."""
 
-    enabled: bool = True
+    enabled: bool = checked(True)
     """Off = tabula rasa (then use the rules' ``progress_limit`` and distance adjudication)."""
-    games: int = 15_000
+    games: int = checked(15_000, ge=1)
     """Greedy self-play games in total (paper: "15,000 new games per iteration"; we read it as
     the total of one generation pass, see docs/TRAINING.md)."""
-    start_mix: tuple[int, int, int] = (5, 3, 2)
+    start_mix: tuple[int, int, int] = checked((5, 3, 2), ge=0, test=any, means="3 integer weights >= 0, not all 0",
+                                              bad=((0, 0, 0),))
     """Random starting positions : random initial moves : normal starts (paper: 5:3:2)."""
-    random_moves: int = 3
+    random_moves: int = checked(3, ge=0)
     """Random initial moves per side in the "random initial moves" games (paper: 3)."""
-    keep_fraction: float = 0.04
+    keep_fraction: float = checked(0.04, gt=0, le=1)
     """Share of positions kept, to break correlations (paper: 3-5%)."""
-    steps: int = 3000
-    """Learner steps on stage-1 data before self-play starts."""
+    steps: int = checked(3000, ge=1)
+    """Learner steps on stage-1 data before self-play starts (off: ``enabled: false``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from .fields import FieldError, check_fields, checked
+
 __all__ = [
     "DIRECTIONS",
     "PASS",
@@ -47,7 +49,8 @@ MAX_N = 11
 
 
 class RulesError(ValueError):
-    """An invalid rules option or an unknown preset name."""
+    """An invalid rules option or an unknown preset name (an option's error starts with its
+    name: ``max_plies: must be an integer >= 1, got 0``)."""
 
 
 def _triangle_side(k: int) -> int | None:
@@ -62,47 +65,34 @@ def _triangle_side(k: int) -> int | None:
 class Rules:
     """Every option of RULES.md in one frozen object. Build variants with ``replace``."""
 
-    n: int = 7
+    n: int = checked(7, ge=3, le=MAX_N)
     """Board side: cells are ``(r, c)`` with ``0 <= r, c < n``."""
-    k: int = 6
+    k: int = checked(6, choices=tuple(t * (t + 1) // 2 for t in range(1, MAX_N)))
     """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``."""
-    hops: str = "adjacent"
+    hops: str = checked("adjacent", choices=_HOPS)
     """``adjacent`` (the standard game) or ``mirror`` (the seed paper's long hops)."""
-    win_rule: str = "filled"
+    win_rule: str = checked("filled", choices=_WIN_RULES)
     """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule)."""
-    max_plies: int = 200
+    max_plies: int = checked(200, ge=1)
     """Plies (passes included) after which the game ends without a winner."""
-    goal_lock: bool = False
+    goal_lock: bool = checked(False)
     """A piece inside its goal may only move to goal cells."""
-    adjudicate: str = "none"
+    adjudicate: str = checked("none", choices=_ADJUDICATE)
     """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``."""
-    distance_margin: int = 3
+    distance_margin: int = checked(3, ge=0)
     """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
-    progress_limit: int = 0
+    progress_limit: int = checked(0, ge=0)
     """Plies without either side adding a piece to its goal that end the game (0 = off)."""
-    name: str = "custom"
+    name: str = checked("custom")
     """The preset this rules object came from (informational; not part of equality)."""
 
     def __post_init__(self) -> None:
-        if not 3 <= self.n <= MAX_N:
-            raise RulesError(f"board side n={self.n} is out of range; valid: 3..{MAX_N}")
-        t = _triangle_side(self.k)
-        if t is None or t < 1:
-            raise RulesError(f"k={self.k} pieces is not a triangular number (valid: 1, 3, 6, 10, 15)")
-        if t > self.n - 1:
-            raise RulesError(f"k={self.k} pieces need n >= {t + 1} so that the homes are disjoint")
-        if self.hops not in _HOPS:
-            raise RulesError(f"hops={self.hops!r} is unknown; valid: {', '.join(_HOPS)}")
-        if self.win_rule not in _WIN_RULES:
-            raise RulesError(f"win_rule={self.win_rule!r} is unknown; valid: {', '.join(_WIN_RULES)}")
-        if self.adjudicate not in _ADJUDICATE:
-            raise RulesError(f"adjudicate={self.adjudicate!r} is unknown; valid: {', '.join(_ADJUDICATE)}")
-        if self.max_plies < 1:
-            raise RulesError(f"max_plies={self.max_plies} must be at least 1")
-        if self.progress_limit < 0:
-            raise RulesError(f"progress_limit={self.progress_limit} must be 0 (off) or positive")
-        if self.distance_margin < 0:
-            raise RulesError(f"distance_margin={self.distance_margin} must not be negative")
+        try:
+            check_fields(self)
+        except FieldError as exc:
+            raise RulesError(str(exc)) from None
+        if self.t > self.n - 1:
+            raise RulesError(f"k: {self.k} pieces need n >= {self.t + 1} so that the homes are disjoint")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rules):

@@ -33,6 +33,7 @@ import numpy as np
 
 from ._core import RulesTables, State, tables_for
 from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, RolloutEvaluator, SearchForest, canonical_pieces
+from .fields import FieldError, check_fields, checked
 from .rules import PASS, Rules
 
 __all__ = [
@@ -66,70 +67,57 @@ class SearchConfig:
     Build variants with :meth:`replace`; the evaluation-play config is :meth:`for_evaluation`.
     """
 
-    num_simulations: int = 175
+    num_simulations: int = checked(175, ge=1)
     """New simulations per move (paper: 175). With tree reuse, on top of the kept subtree."""
-    c_puct: float = 3.5
+    c_puct: float = checked(3.5, ge=0)
     """Exploration constant c in ``U = c P sqrt(N_parent) / (1 + N)`` (paper: 3.5)."""
-    parent_visits: str = "node"
+    parent_visits: str = checked("node", choices=("node", "children_sum"))
     """``node``: N_parent is the node's own visit count, so at a fresh node the first pick
     follows the prior (AlphaZero). ``children_sum``: the sum of the children's visits, as the
     paper's code: at a fresh node every U is 0 and the first child is picked at random."""
-    fpu: str = "parent"
+    fpu: str = checked("parent", choices=("parent", "value"))
     """Q of an unvisited child ("first-play value"). ``parent``: the node's own mean value
     (from its mover's view) minus ``fpu_reduction``: a new move is presumed as good as the
     position, so one strong move is not abandoned for every untried one, and an untried move in
     a lost position is not preferred to a proven one. ``value``: the constant ``fpu_value``
     (paper's code: 0)."""
-    fpu_value: float = 0.0
+    fpu_value: float = checked(0.0, ge=-1, le=1)
     """Q of unvisited children when ``fpu == "value"`` (paper's code: 0)."""
-    fpu_reduction: float = 0.0
+    fpu_reduction: float = checked(0.0, ge=0)
     """Subtracted from the parent's value when ``fpu == "parent"`` (paper: n/a)."""
-    leaves_per_game: int = 1
+    leaves_per_game: int = checked(1, ge=1)
     """Leaves one select round takes per game, kept apart by virtual loss (paper: 1)."""
-    virtual_loss: float = 1.0
+    virtual_loss: float = checked(1.0, ge=0)
     """Each simulation in flight counts as a visit of value ``-virtual_loss`` (paper: n/a)."""
-    root_noise: bool = True
+    root_noise: bool = checked(True)
     """Mix Dirichlet noise into the root priors (paper: yes in self-play; off in evaluation)."""
-    dirichlet_alpha: float = 0.03
+    dirichlet_alpha: float = checked(0.03, gt=0)
     """Dirichlet concentration (paper: 0.03)."""
-    dirichlet_weight: float = 0.25
+    dirichlet_weight: float = checked(0.25, ge=0, le=1)
     """Noise weight: ``P <- (1 - w) P + w Dir(alpha)`` (paper: 0.25)."""
-    random_opening_plies: int = 6
+    random_opening_plies: int = checked(6, ge=0)
     """Plies from the game start played uniformly at random, without search (paper: 3 per
     player)."""
-    explore_plies: int = 10
+    explore_plies: int = checked(10, ge=0)
     """Plies after the random opening decided with ``explore_temperature`` (paper: 5 per player)."""
-    explore_temperature: float = 2.0
+    explore_temperature: float = checked(2.0, ge=0)
     """Temperature of exploratory play (paper: 2)."""
-    temperature: float = 0.01
+    temperature: float = checked(0.01, ge=0)
     """Temperature afterwards; 0 means the most visited move (paper: 1e-2)."""
-    reuse_tree: bool = True
+    reuse_tree: bool = checked(True)
     """Keep the played child's subtree for the next search (paper text: discard; paper code:
     keeps it)."""
-    solver: bool = False
+    solver: bool = checked(False)
     """MCTS-Solver: back up proven wins and losses; the decision plays a proven win and never a
     proven loss while another move is left (paper: no)."""
-    greedy_opponent: bool = False
+    greedy_opponent: bool = checked(False)
     """Opponent modelling: in the tree the opponent plays as the greedy player does, so the
     search finds a best response to greedy, not to a perfect opponent (paper: no)."""
 
     def __post_init__(self) -> None:
-        checks = [
-            (self.num_simulations >= 1, "num_simulations must be >= 1"),
-            (self.c_puct >= 0, "c_puct must be >= 0"),
-            (self.parent_visits in ("node", "children_sum"), "parent_visits must be 'node' or 'children_sum'"),
-            (self.fpu in ("parent", "value"), "fpu must be 'parent' or 'value'"),
-            (self.leaves_per_game >= 1, "leaves_per_game must be >= 1"),
-            (self.virtual_loss >= 0, "virtual_loss must be >= 0"),
-            (self.dirichlet_alpha > 0, "dirichlet_alpha must be > 0"),
-            (0 <= self.dirichlet_weight <= 1, "dirichlet_weight must be in [0, 1]"),
-            (self.random_opening_plies >= 0 and self.explore_plies >= 0, "ply counts must be >= 0"),
-            (self.explore_temperature >= 0 and self.temperature >= 0, "temperatures must be >= 0"),
-            (not (self.solver and self.greedy_opponent), "solver and greedy_opponent cannot be combined"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(f"SearchConfig: {message}")
+        check_fields(self)
+        if self.solver and self.greedy_opponent:
+            raise FieldError("greedy_opponent", "cannot be combined with solver")
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with some fields changed; unknown names are an error."""

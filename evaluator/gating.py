@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from ccengine.fields import FieldError, check_fields, checked
 from evaluator.elo import elo_from_score, score_from_elo
 
 __all__ = [
@@ -78,52 +79,58 @@ def _exact(x: float | Fraction | str | int) -> Fraction:
     return Fraction(x)
 
 
+def _valid_threshold(x: Any) -> bool:
+    try:
+        return 0 < _exact(x) < 1
+    except (ValueError, ZeroDivisionError):  # "abc", "1/0"
+        return False
+
+
+def _even(n: int) -> bool:
+    return n % 2 == 0
+
+
 @dataclass(frozen=True)
 class GateConfig:
     """How a candidate is judged against the best model."""
 
-    threshold: float | Fraction | str = 0.55
+    threshold: float | Fraction | str = checked(
+        0.55, test=_valid_threshold, means="a number or fraction strictly between 0 and 1 (0.55, '11/20')",
+        bad=(0.0, 1.0, "abc", "3/2"),
+    )
     """Promote when the score reaches this (inclusive), compared exactly."""
-    games: int = 40
+    games: int = checked(40, ge=2, test=_even, means="an even integer >= 2 (whole pairs)", bad=(3,))
     """The most games counted (even: whole pairs); the fixed rule decides here."""
-    min_games: int = 20
+    min_games: int = checked(20, ge=0, test=_even, means="an even integer >= 0, at most games", bad=(1,))
     """No SPRT decision before this many counted games (even)."""
-    sprt: bool = False
-    elo0: float = -35.0
+    sprt: bool = checked(False)
+    elo0: float = checked(-35.0)
     """H0 of the SPRT, in Elo relative to the threshold's Elo (about 50% by default)."""
-    elo1: float = 35.0
+    elo1: float = checked(35.0)
     """H1 of the SPRT, in Elo relative to the threshold's Elo (about 60% by default)."""
-    alpha: float = 0.05
+    alpha: float = checked(0.05, gt=0, lt=1)
     """The SPRT's chance of promoting a candidate at H0."""
-    beta: float = 0.05
+    beta: float = checked(0.05, gt=0, lt=1)
     """The SPRT's chance of rejecting a candidate at H1."""
-    draws: DrawRule = "half"
+    draws: DrawRule = checked("half")
     """A draw is half a win (``half``), a failure to win (``loss``, the paper's count of wins),
     or left out of the score (``ignore``: wins over decisive games; games still count towards
     ``games`` and ``min_games``)."""
-    sprt_model: SprtModel = "pentanomial"
+    sprt_model: SprtModel = checked("pentanomial")
     """One SPRT sample per pair (``pentanomial``) or per game (``trinomial``); ``ignore`` draws
     always use the trinomial model (a pair with a draw has no pair score then)."""
-    in_order: bool = True
+    in_order: bool = checked(True)
     """Count complete pairs in index order (a prefix of the schedule) rather than as they
     complete; see the module docstring."""
 
     def __post_init__(self) -> None:
-        t = self.threshold_exact
-        if not 0 < t < 1:
-            raise ValueError(f"threshold={self.threshold} must lie strictly between 0 and 1")
-        if self.games < 2 or self.games % 2:
-            raise ValueError(f"games={self.games} must be a positive even number (whole pairs)")
-        if self.min_games < 0 or self.min_games % 2 or self.min_games > self.games:
-            raise ValueError(f"min_games={self.min_games} must be even and between 0 and games={self.games}")
-        if not (0 < self.alpha < 1 and 0 < self.beta < 1 and self.alpha + self.beta < 1):
-            raise ValueError(f"alpha={self.alpha}, beta={self.beta} must lie in (0, 1) with alpha + beta < 1")
+        check_fields(self)
+        if self.min_games > self.games:
+            raise FieldError("min_games", f"must be at most games ({self.games}), got {self.min_games}")
         if not self.elo0 < self.elo1:
-            raise ValueError(f"elo0={self.elo0} must be below elo1={self.elo1}")
-        if self.draws not in ("half", "loss", "ignore"):
-            raise ValueError(f"draws={self.draws!r}: choose 'half', 'loss' or 'ignore'")
-        if self.sprt_model not in ("pentanomial", "trinomial"):
-            raise ValueError(f"sprt_model={self.sprt_model!r}: choose 'pentanomial' or 'trinomial'")
+            raise FieldError("elo1", f"must be above elo0 ({self.elo0}), got {self.elo1}")
+        if not self.alpha + self.beta < 1:
+            raise FieldError("beta", f"must be below 1 - alpha ({1 - self.alpha:g}), got {self.beta}")
 
     @property
     def threshold_exact(self) -> Fraction:

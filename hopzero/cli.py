@@ -417,11 +417,14 @@ def _add_train(sub: Any) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from hopzero.config import ConfigError, load_config
-    from hopzero.train import train
+    import signal
 
-    if args.preset is not None:
-        _preset_arg(args.preset)  # an unknown preset is a one-line error like everywhere else
+    # The first Ctrl-C stops the run at any stage, even in a process started with SIGINT ignored
+    # (a `&` in a script): loading the config imports torch, which takes seconds.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from hopzero.config import ConfigError, load_config
+    from hopzero.train import TrainingFailed, train
+
     overrides = list(args.overrides)
     if args.redis_url:
         overrides.append("replay.backend=redis")
@@ -435,6 +438,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
                         out=sys.stderr if args.json else sys.stdout)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    except TrainingFailed as exc:  # a component kept failing: the run stopped, not the user's typing
+        sys.stderr.write(f"hopzero train: error: {exc}\n")
+        return 1
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "text"}))
     return 0

@@ -5,7 +5,9 @@ configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` gam
 best settings and the default, ``demo`` = minutes on a laptop). The configurations are YAML files
 beside this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
-error that names the valid ones. The whole tree, with its hash, travels inside every checkpoint
+error that names the valid ones, and every value is checked against the type, range or choices
+its section declares (``ccengine.fields``); an error names the field's dotted path
+(``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash, travels inside every checkpoint
 and every game record.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 import yaml
 
 from actors.config import SelfPlayConfig, StageOneConfig
+from ccengine.fields import FieldError, check_fields, checked
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.search import SearchConfig
 from evaluator.config import EvaluationConfig
@@ -50,27 +53,38 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """How long and how loudly."""
+    """How long, how loudly, and how often a failing component is restarted."""
 
-    minutes: float = 120.0
+    minutes: float = checked(120.0, ge=0)
     """Wall-clock budget; 0 = until Ctrl-C."""
-    max_learner_steps: int = 0
+    max_learner_steps: int = checked(0, ge=0)
     """Stop after this many learner steps (0 = no limit)."""
-    progress_every_s: float = 10.0
-    """Seconds between progress lines."""
+    progress_every_s: float = checked(10.0, ge=1)
+    """Seconds between progress lines (each asks every component for its stats; also how often
+    the driver looks for components to restart)."""
+    max_restarts: int = checked(5, ge=0)
+    """Restarts of one component within ``restart_window_s`` that the driver allows; one more
+    failure and it stops the run and exits non-zero, naming the component and its last error (a
+    component that fails as it starts would otherwise be restarted forever)."""
+    restart_window_s: float = checked(600.0, gt=0)
+    """The window of ``max_restarts``, in seconds."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """The whole run: the game, every component, and the seed."""
 
-    name: str = "fast"
+    name: str = checked("fast", choices=CONFIG_NAMES)
     """The configuration this tree came from (``demo``, ``fast``, ``paper``)."""
-    preset: str = "cc49"
-    """The game (RULES.md preset)."""
-    rules: dict[str, Any] = field(default_factory=dict)
+    preset: str = checked("cc49")
+    """The game (RULES.md preset; checked with ``rules`` by :meth:`training_rules`)."""
+    rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed on top of the preset (e.g. ``progress_limit: 100``)."""
-    seed: int = 0
+    seed: int = checked(0, ge=0)
+    """Seeds every component (each derives its own streams from it)."""
     network: NetworkConfig = field(default_factory=NetworkConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
@@ -80,20 +94,26 @@ class TrainConfig:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        # The game, both rule sets and the network's shape on them: now, not an hour into the run.
+        rules = self.training_rules()
+        try:
+            self.network.net_config(rules)
+        except ValueError as exc:
+            raise FieldError("network", f"{exc} (on {self.preset})") from None
+
     def game_rules(self) -> Rules:
         """The rules of the game this run plays."""
         try:
-            return preset(self.preset).replace(**self.rules) if self.rules else preset(self.preset)
+            rules = preset(self.preset)
         except RulesError as exc:
-            raise ConfigError(str(exc)) from None
+            raise FieldError("preset", str(exc)) from None
+        return _with_options(rules, self.rules, "rules")
 
     def training_rules(self) -> Rules:
         """The rules of the training games: the game's, with ``selfplay.rules`` on top."""
-        rules = self.game_rules()
-        try:
-            return rules.replace(**self.selfplay.rules) if self.selfplay.rules else rules
-        except RulesError as exc:
-            raise ConfigError(f"selfplay.rules: {exc}") from None
+        return _with_options(self.game_rules(), self.selfplay.rules, "selfplay.rules")
 
     def to_dict(self) -> dict[str, Any]:
         """The whole tree as plain JSON-ready data."""
@@ -108,6 +128,18 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """Build the tree from plain data, strictly (what a checkpoint carries)."""
         return _build(cls, data, "")
+
+
+def _with_options(rules: Rules, options: dict[str, Any], key: str) -> Rules:
+    """``rules`` with ``options`` on top; a bad option raises :class:`FieldError` naming
+    ``key.option``."""
+    try:
+        return rules.replace(**options) if options else rules
+    except RulesError as exc:  # "max_plies: must be ..." or "unknown rules option(s) ..."
+        option, colon, problem = str(exc).partition(": ")
+        if colon and option.isidentifier():
+            raise FieldError(f"{key}.{option}", problem) from None
+        raise FieldError(key, str(exc)) from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -129,43 +161,28 @@ def _build(cls: type, data: Any, path: str) -> Any:
     if unknown:
         where = path or "the top level"
         raise ConfigError(f"unknown key(s) {unknown} in {where}; valid: {sorted(fields)}")
-    defaults = cls()
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
-        current = getattr(defaults, name)
-        key = f"{path}.{name}" if path else name
-        if dataclasses.is_dataclass(current):
-            merged = {**_shallow(current), **value} if isinstance(value, dict) else value
-            kwargs[name] = _build(type(current), merged, key)
-        elif isinstance(current, tuple) and isinstance(value, list):
-            kwargs[name] = tuple(value)
+        default = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
+        nested = default() if default is not None else None
+        if dataclasses.is_dataclass(nested) and isinstance(value, dict):
+            kwargs[name] = _build(type(nested), {**_shallow(nested), **value}, _join(path, name))
         else:
-            kwargs[name] = _coerce(current, value, key)
+            kwargs[name] = value  # the class checks it (ccengine.fields)
     try:
         return cls(**kwargs)
+    except FieldError as exc:
+        raise ConfigError(f"{_join(path, exc.field)}: {exc.problem}") from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{path or 'config'}: {exc}") from None
 
 
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
 def _shallow(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-
-
-def _coerce(default: Any, value: Any, key: str) -> Any:
-    """Check a leaf value against the kind of its default (ints may stand for floats)."""
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
-    elif isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
-    elif isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key} must be a number, got {value!r}")
-        value = float(value)
-    elif isinstance(default, str) and not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r}")
-    return value
 
 
 def _set(tree: dict[str, Any], assignment: str) -> None:
@@ -213,6 +230,4 @@ def load_config(
         data["seed"] = seed
     for assignment in overrides:
         _set(data, assignment)
-    config = TrainConfig.from_dict(data)
-    config.training_rules()  # validate the game now, not an hour into the run
-    return config
+    return TrainConfig.from_dict(data)

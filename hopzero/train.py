@@ -4,8 +4,11 @@ It starts (or joins) Ray, the replay buffer (the embedded store in a Ray actor, 
 model registry, the learner (on a GPU when the cluster has one), the self-play actors and the
 evaluator; then it prints progress, writes the run directory (rundir.py) and restarts what
 died: an actor or learner killed is restarted by Ray (``max_restarts``) and its loop is called
-again here; the learner resumes from its newest checkpoint. Ctrl-C stops everything cleanly;
-running the same command on the same run directory resumes.
+again here; the learner resumes from its newest checkpoint. A component that keeps failing (more
+than ``run.max_restarts`` times within ``run.restart_window_s``, e.g. one that fails as it
+starts) stops the run: :class:`TrainingFailed` names it and its last error. Ctrl-C, at any stage
+from Ray's start on, stops everything cleanly; running the same command on the same run
+directory resumes.
 """
 
 from __future__ import annotations
@@ -13,19 +16,30 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TextIO
 
 from hopzero.config import ConfigError, TrainConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["LEARNER_RESOURCE", "Placement", "RunStartError", "neutral_directory", "plan_placement", "train"]
+__all__ = [
+    "LEARNER_RESOURCE",
+    "Placement",
+    "RestartBudget",
+    "RunStartError",
+    "TrainingFailed",
+    "neutral_directory",
+    "plan_placement",
+    "train",
+]
 
 log = logging.getLogger("hopzero.train")
 
@@ -34,6 +48,36 @@ LEARNER_RESOURCE = "hopzero_learner"
 """A custom Ray resource that marks the learner's node: a node started with
 ``--resources='{"hopzero_learner": 1}'`` gets the learner, and the learner uses that node's GPU
 if it has one."""
+
+
+class TrainingFailed(RuntimeError):
+    """A component kept failing, so the driver stopped the run; the message is one line that
+    names the component and its last error."""
+
+
+class RestartBudget:
+    """How often each component may fail within a sliding window before the driver gives up.
+
+    A component killed now and then (a node lost, an out-of-memory kill) is restarted; one that
+    fails every time it starts would otherwise be restarted forever while the run reports
+    nothing but zero steps.
+    """
+
+    def __init__(self, limit: int, window_s: float) -> None:
+        self.limit, self.window_s = limit, window_s
+        self._failures: dict[str, deque[float]] = {}
+
+    def spend(self, name: str, now: float) -> bool:
+        """Note one failure of ``name`` at ``now`` (seconds); True while it may be restarted."""
+        times = self._failures.setdefault(name, deque())
+        times.append(now)
+        while now - times[0] > self.window_s:
+            times.popleft()
+        return len(times) <= self.limit
+
+    def failures(self, name: str) -> int:
+        """Failures of ``name`` within the window as of its last one."""
+        return len(self._failures.get(name, ()))
 
 
 @dataclass(frozen=True)
@@ -93,7 +137,35 @@ def train(
     redis_url: str | None = None,
     out: TextIO = sys.stdout,
 ) -> dict[str, Any]:
-    """Run training until the time budget, the step limit or Ctrl-C; returns the final summary."""
+    """Run training until the time budget, the step limit or Ctrl-C; returns the final summary.
+
+    Raises :class:`TrainingFailed` (after stopping everything) when a component fails more often
+    than ``run.max_restarts`` within ``run.restart_window_s``, and ``KeyboardInterrupt`` (after
+    stopping what was started) on Ctrl-C before the run's first progress line could be written.
+    """
+    with _ctrl_c_raises():
+        return _train(config, run_dir=run_dir, ray_address=ray_address, redis_url=redis_url, out=out)
+
+
+@contextlib.contextmanager
+def _ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` in this (main) thread from the first moment on, whatever
+    handler was installed before or Ray installs while it starts; the old handler comes back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _train(
+    config: TrainConfig, *, run_dir: str | os.PathLike[str], ray_address: str | None, redis_url: str | None,
+    out: TextIO,
+) -> dict[str, Any]:
     import ray
 
     from hopzero.registry import ModelRegistry
@@ -106,17 +178,23 @@ def train(
     run_id = info["run_id"]
     redis_server = None
     started_ray = False
+    created: list[Any] = []  # actor handles, killed if start-up is interrupted
+    running = False
     try:
         # The Redis buffer first: a run that may not use it is refused before anything starts.
         if config.replay.backend == "redis":
             link, redis_server = _open_redis(config, rundir, run_id, redis_url or config.replay.redis_url, out)
         started_ray = not ray.is_initialized()
         if started_ray:
+            out.write(f"hopzero train: starting Ray for run {run_id} (Ctrl-C stops) ...\n")
+            out.flush()
             with neutral_directory(rundir.path):
                 if ray_address:
                     ray.init(address=ray_address, logging_level=logging.WARNING, log_to_driver=False)
                 else:
                     start_local_ray()
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.default_int_handler)  # in case Ray set its own
         resources = ray.cluster_resources()
         nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
         place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
@@ -127,12 +205,22 @@ def train(
             _store = ray.remote(MemoryReplay).options(
                 name=f"{run_id}-replay", num_cpus=0, max_concurrency=4, scheduling_strategy=_on_driver_node(soft=False)
             ).remote(run_id)
+            created.append(_store)
             link = ReplayLink("memory", run_id, store=f"{run_id}-replay")
         registry = ray.remote(ModelRegistry).options(
             name=f"{run_id}-registry", num_cpus=0, max_concurrency=8, scheduling_strategy=_on_driver_node(soft=False)
         ).remote()
-        system = _System(config, rundir, link, registry, f"{run_id}-registry", place, out)
+        created.append(registry)
+        system = _System(config, rundir, link, registry, f"{run_id}-registry", place, out, created)
+        running = True
         return system.run(info)
+    except KeyboardInterrupt:
+        if not running:  # once running, the system stops itself and writes its summary
+            out.write("\nstopped (Ctrl-C) during start-up: nothing was trained in this session; "
+                      f"the same command resumes the run in {rundir.path}\n")
+            out.flush()
+            _kill(created)
+        raise
     finally:
         if redis_server is not None:
             redis_server.stop()
@@ -143,6 +231,16 @@ def train(
 class RunStartError(ConfigError):
     """The run cannot start as configured (its Redis key prefix is another run's, its Redis is
     unreachable or its directory's server is in use): one line, nothing started."""
+
+
+def _kill(handles: list[Any]) -> None:
+    """Kill the actors a start-up that was interrupted created (on a Ray it joined they would
+    outlive it)."""
+    import ray
+
+    for handle in handles:
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
 
 
 def _open_redis(
@@ -262,8 +360,10 @@ class _System:
 
     def __init__(
         self, config: TrainConfig, rundir: RunDir, link: Any, registry: Any, registry_name: str, place: Placement,
-        out: TextIO,
+        out: TextIO, created: list[Any],
     ):
+        """Start the learner, the evaluator and the self-play actors (appended to ``created`` as
+        they are created) and their loops."""
         import ray
 
         from actors.service import SelfPlayService
@@ -310,10 +410,13 @@ class _System:
             )
             for i in range(place.actors)
         ]
-        self.loops: dict[Any, Any] = {}  # run() object ref -> actor handle
-        for handle in [self.learner, self.evaluator, *self.actors]:
-            self.loops[handle.run.remote()] = handle
+        created.extend([self.learner, self.evaluator, *self.actors])
+        self.loops: dict[Any, tuple[str, Any]] = {}  # run() object ref -> (component, actor handle)
+        named = [("learner", self.learner), ("evaluator", self.evaluator)]
+        for name, handle in named + [(f"actor-{i}", a) for i, a in enumerate(self.actors)]:
+            self.loops[handle.run.remote()] = (name, handle)
         self.restarts = 0
+        self.budget = RestartBudget(config.run.max_restarts, config.run.restart_window_s)
         self.actor_counts = _ActorCounts(len(self.actors))
 
     def run(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -329,11 +432,7 @@ class _System:
             f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
         )
         self.out.flush()
-        interrupted = False
-        main_thread = threading.current_thread() is threading.main_thread()
-        previous = signal.getsignal(signal.SIGINT) if main_thread else None
-        if main_thread:  # Ray may install its own handler; Ctrl-C must reach this loop
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        interrupted, failure = False, None
         try:
             while True:
                 time.sleep(cfg.run.progress_every_s)
@@ -349,26 +448,32 @@ class _System:
         except KeyboardInterrupt:
             interrupted = True
             self.out.write("\nstopping (Ctrl-C) ...\n")
-        finally:
-            if main_thread:
-                signal.signal(signal.SIGINT, previous)
-        return self._finish(time.monotonic() - start, interrupted)
+        except TrainingFailed as exc:
+            failure = exc
+            self.out.write(f"stopping: {exc}\n")
+        summary = self._finish(time.monotonic() - start, interrupted or failure is not None)
+        if failure is not None:
+            raise failure
+        return summary
 
     def _revive(self) -> None:
-        """Call ``run()`` again on components whose loop ended (Ray restarted a killed actor)."""
+        """Call ``run()`` again on components whose loop ended (Ray restarted a killed actor);
+        raise :class:`TrainingFailed` for one that failed more often than the budget allows."""
         import ray
 
         done, _ = ray.wait(list(self.loops), num_returns=len(self.loops), timeout=0)
         for ref in done:
-            handle = self.loops.pop(ref)
-            try:
-                ray.get(ref)
-                reason = "its loop returned"
-            except Exception as exc:  # noqa: BLE001 - the actor died; Ray restarts it
-                reason = f"{type(exc).__name__}"
-            log.warning("a component stopped (%s); starting its loop again", reason)
+            name, handle = self.loops.pop(ref)
+            error = _loop_error(ref)
             self.restarts += 1
-            self.loops[handle.run.remote()] = handle
+            if not self.budget.spend(name, time.monotonic()):
+                run = self.config.run
+                raise TrainingFailed(
+                    f"the {name} failed {self.budget.failures(name)} times within {run.restart_window_s:g} s "
+                    f"(run.max_restarts={run.max_restarts}); its last error: {error}"
+                )
+            log.warning("the %s stopped (%s); starting its loop again", name, error)
+            self.loops[handle.run.remote()] = (name, handle)
 
     def _snapshot(self, elapsed: float) -> dict[str, Any]:
         *actors, learner, evaluator, registry = _gather_stats(
@@ -402,6 +507,39 @@ class _System:
         self.out.write(summary["text"] + "\n")
         self.out.flush()
         return summary
+
+
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit): \S")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _loop_error(ref: Any) -> str:
+    """Why a component's finished ``run()`` ended, in one line (``ValueError: ...``)."""
+    import ray
+
+    try:
+        ray.get(ref, timeout=0)
+    except Exception as exc:  # noqa: BLE001 - any failure of the component is reported as such
+        return _one_line(exc)
+    return "its loop returned"
+
+
+def _one_line(exc: BaseException) -> str:
+    """The component's own exception out of Ray's wrapper: the original exception of a failed
+    call, or the last ``SomethingError: message`` line of the traceback an actor that died in its
+    constructor left (Ray gives no object for that one)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        text = f"{type(cause).__name__}: {cause}"
+    else:
+        lines = _ANSI.sub("", str(exc)).splitlines()
+        errors = [line for line in lines if _ERROR_LINE.match(line)]
+        if errors:  # "learner.checkpoint.CheckpointError: ..." -> "CheckpointError: ..."
+            name, _, message = errors[-1].partition(": ")
+            text = f"{name.rsplit('.', 1)[-1]}: {message}"
+        else:
+            text = f"{type(exc).__name__}: {next((line for line in lines if line.strip()), '')}"
+    return text.splitlines()[0].strip()[:400] if text.strip() else type(exc).__name__
 
 
 def _gather_stats(handles: list[Any], timeout: float) -> list[dict[str, Any]]:

@@ -39,6 +39,10 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
+from ccengine.encoding import ENCODINGS
+from ccengine.fields import check_fields, checked
+from ccengine.search import MAX_HISTORY
+
 from .torch_files import DIGEST_KEY, check_digest, content_digest, read_torch_file, write_atomic
 
 __all__ = [
@@ -183,13 +187,16 @@ class NetworkConfig:
     """Which network a run trains (the ``network`` section of a run): a size of :data:`SIZES` and
     a ``ccengine.encoding`` input."""
 
-    size: str = "fast"
+    size: str = checked("fast", choices=tuple(SIZES))
     """``paper`` (the seed's 9 bottleneck blocks, 247,386 parameters on 49 cells), ``fast``
     (4 narrower blocks, padded stem: our default) or ``tiny`` (tests)."""
-    encoding: str = "general"
+    encoding: str = checked("general", choices=tuple(ENCODINGS))
     """``paper`` (the seed's 7 planes) or ``general`` (side-to-move view, piece-ID planes)."""
-    history: int = 3
+    history: int = checked(3, ge=1, le=MAX_HISTORY)
     """States of history in the input (paper: 3)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def net_config(self, rules: Any) -> NetConfig:
         """The network's shape on ``rules`` with this input encoding."""

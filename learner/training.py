@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ccengine.fields import FieldError, check_fields, checked
 from learner.model import NetConfig, PolicyValueNet
 
 __all__ = [
@@ -53,90 +54,78 @@ DEVICES = ("auto", "cpu", "cuda")
 AMP_DTYPES = ("float16", "bfloat16")
 
 
+def _increasing(steps: tuple[int, ...]) -> bool:
+    return all(a < b for a, b in zip(steps, steps[1:]))
+
+
+def _device(name: str) -> bool:
+    return name in DEVICES or (name.startswith("cuda:") and name[5:].isdigit())
+
+
 @dataclass(frozen=True, kw_only=True)
 class LearnerConfig:
     """Everything the learner's optimisation depends on. Defaults are ours (:meth:`fast`);
     :meth:`paper` gives the seed paper's Table 1. Variants by :func:`dataclasses.replace`."""
 
-    optimizer: str = "sgd_nesterov"
+    optimizer: str = checked("sgd_nesterov", choices=OPTIMIZERS)
     """``"sgd_nesterov"`` or ``"adamw"``. Paper: SGD + Nesterov. Ours: the same (docs/LEARNER.md)."""
-    lr: float = 0.1
+    lr: float = checked(0.1, gt=0)
     """Peak learning rate (after warm-up). Paper: 1e-4. Ours: 0.1 (1,000x the paper's; with batch
     256 it reached the paper setting's held-out loss after ~5% of the samples, docs/LEARNER.md)."""
-    momentum: float = 0.9
+    momentum: float = checked(0.9, ge=0, lt=1)
     """SGD momentum (Nesterov), or AdamW's beta1. Paper: not given; its code: 0.9 (Keras SGD)."""
-    l2: float = 1e-4
+    l2: float = checked(1e-4, ge=0)
     """Coefficient of the explicit L2 loss term ``l2 * sum(w ** 2)`` over kernels. Paper: 1e-4 in
     the heuristic stage (1), 5e-3 in the MCTS stage (2). Ours: 1e-4."""
-    weight_decay: float = 0.0
+    weight_decay: float = checked(0.0, ge=0)
     """Optimiser-side decay of the same kernels (decoupled for AdamW, coupled for SGD); not part of
     the reported loss. Paper: 0 (it regularises through ``l2``). Ours: 0 (use ~1e-2 with AdamW,
     and ``l2=0``)."""
-    batch_size: int = 256
+    batch_size: int = checked(256, ge=1)
     """Samples per training step (the replay buffer draws batches of this size). Paper: 32."""
-    lr_schedule: str = "cosine"
+    lr_schedule: str = checked("cosine", choices=SCHEDULES)
     """``"constant"``, ``"cosine"`` (to ``min_lr_ratio * lr`` at ``total_steps``, flat after) or
     ``"step"`` (times ``lr_gamma`` at each of ``lr_milestones``). Paper: constant."""
-    warmup_steps: int = 200
+    warmup_steps: int = checked(200, ge=0)
     """Linear warm-up from ``lr / warmup_steps`` to ``lr`` over this many steps. Paper: 0."""
-    total_steps: int = 100_000
+    total_steps: int = checked(100_000, ge=0)
     """Horizon of the cosine schedule, in steps. Paper: no schedule."""
-    min_lr_ratio: float = 0.1
+    min_lr_ratio: float = checked(0.1, ge=0, le=1)
     """Floor of the cosine schedule as a fraction of ``lr``. Paper: no schedule."""
-    lr_milestones: tuple[int, ...] = ()
+    lr_milestones: tuple[int, ...] = checked((), ge=1, test=_increasing, means="a list of increasing step counts >= 1",
+                                             bad=((5, 3),))
     """Steps at which the ``step`` schedule multiplies the rate by ``lr_gamma``. Paper: none."""
-    lr_gamma: float = 0.1
+    lr_gamma: float = checked(0.1, gt=0)
     """Factor of the ``step`` schedule. Paper: no schedule."""
-    grad_clip: float = 5.0
+    grad_clip: float = checked(5.0, ge=0)
     """Clip the global gradient norm to this (0: no clipping; the norm is reported either way).
     Paper: none. Ours: 5, a guard against the loss spikes the paper's Fig. 10 shows."""
-    value_loss_weight: float = 1.0
+    value_loss_weight: float = checked(1.0, ge=0)
     """Weight of the value MSE in the total loss (the policy CE has weight 1). Paper: 1
     ("an unweighted sum"; its code: ``LOSS_WEIGHTS`` 1 and 1)."""
-    amp: bool = True
+    amp: bool = checked(True)
     """Mixed precision on CUDA (autocast; a GradScaler for float16); ignored on CPU. Paper: no."""
-    amp_dtype: str = "float16"
+    amp_dtype: str = checked("float16", choices=AMP_DTYPES)
     """Autocast dtype: ``"float16"`` (with GradScaler) or ``"bfloat16"`` (no scaler needed)."""
-    channels_last: bool = True
+    channels_last: bool = checked(True)
     """NHWC memory format on CUDA (faster convolutions under AMP); ignored on CPU."""
-    device: str = "auto"
+    device: str = checked("auto", test=_device, means="'auto', 'cpu', 'cuda' or 'cuda:N'", bad=("gpu", "cuda:x"))
     """``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
-    checkpoint_every_steps: int = 1000
+    checkpoint_every_steps: int = checked(1000, ge=1)
     """Write a checkpoint every this many steps (the driver asks :attr:`Trainer.checkpoint_due`)."""
-    publish_every_steps: int = 200
+    publish_every_steps: int = checked(200, ge=1)
     """Publish candidate weights every this many steps (:attr:`Trainer.publish_due`). Paper: a new
     version after each episode (5 epochs over ~18,000 examples at batch 32, about 2,800 steps)."""
-    keep_checkpoints: int = 3
+    keep_checkpoints: int = checked(3, ge=1)
     """How many checkpoint files :func:`learner.checkpoint.save_checkpoint` keeps."""
-    name: str = "fast"
+    name: str = checked("fast")
     """Preset this config came from (informational; kept in checkpoints)."""
 
     def __post_init__(self) -> None:
-        # Tuples arrive as lists from JSON/YAML; keep the frozen dataclass hashable and comparable.
-        object.__setattr__(self, "lr_milestones", tuple(int(m) for m in self.lr_milestones))
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"LearnerConfig.optimizer={self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-        if self.lr_schedule not in SCHEDULES:
-            raise ValueError(f"LearnerConfig.lr_schedule={self.lr_schedule!r}; valid: {', '.join(SCHEDULES)}")
-        if self.amp_dtype not in AMP_DTYPES:
-            raise ValueError(f"LearnerConfig.amp_dtype={self.amp_dtype!r}; valid: {', '.join(AMP_DTYPES)}")
-        if self.device not in DEVICES and not self.device.startswith("cuda:"):
-            raise ValueError(f"LearnerConfig.device={self.device!r}; valid: auto, cpu, cuda, cuda:N")
-        if not self.lr > 0:
-            raise ValueError(f"LearnerConfig.lr={self.lr} must be positive")
-        for f in ("l2", "weight_decay", "grad_clip", "value_loss_weight", "warmup_steps", "min_lr_ratio"):
-            if getattr(self, f) < 0:
-                raise ValueError(f"LearnerConfig.{f}={getattr(self, f)} must not be negative")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"LearnerConfig.momentum={self.momentum} must lie in [0, 1)")
-        for f in ("batch_size", "checkpoint_every_steps", "publish_every_steps", "keep_checkpoints"):
-            if getattr(self, f) < 1:
-                raise ValueError(f"LearnerConfig.{f}={getattr(self, f)} must be at least 1")
+        check_fields(self)
         if self.lr_schedule == "cosine" and self.total_steps <= self.warmup_steps:
-            raise ValueError(f"cosine schedule: total_steps={self.total_steps} must exceed "
-                             f"warmup_steps={self.warmup_steps}")
-        if list(self.lr_milestones) != sorted(self.lr_milestones):
-            raise ValueError(f"LearnerConfig.lr_milestones={self.lr_milestones} must be increasing")
+            raise FieldError("total_steps", f"must exceed warmup_steps ({self.warmup_steps}) with the cosine "
+                                            f"schedule, got {self.total_steps}")
 
     # ---- presets ------------------------------------------------------------------------------
 

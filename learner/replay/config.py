@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ccengine.fields import check_fields, checked
+
 __all__ = ["ReplayConfig", "check_key_prefix"]
 
 #: What a key prefix may hold: printable, no spaces, at most 200 characters (it names Redis keys
@@ -12,30 +14,39 @@ __all__ = ["ReplayConfig", "check_key_prefix"]
 _KEY_PREFIX = re.compile(r"[A-Za-z0-9_.:\-]{1,200}")
 
 
+def _redis_url(url: str) -> bool:
+    return not url or url.startswith(("redis://", "rediss://", "unix://"))
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReplayConfig:
     """The replay buffer (this package, docs/REPLAY.md)."""
 
-    backend: str = "memory"
+    backend: str = checked("memory", choices=("memory", "redis"))
     """``memory`` (in-process, held by a Ray actor: the embedded default) or ``redis``."""
-    redis_url: str = ""
+    redis_url: str = checked("", test=_redis_url, means="empty or a redis://, rediss:// or unix:// URL",
+                             bad=("localhost:6379",))
     """``redis://host:port/db``; empty with backend ``redis`` starts a local ``redis-server``."""
-    window_positions: int = 200_000
+    window_positions: int = checked(200_000, ge=1)
     """Sliding window, in positions (paper: the last episode's ~7,000 examples)."""
-    min_positions: int = 2_000
+    min_positions: int = checked(2_000, ge=0)
     """Warm-up: no training until the window holds this many positions."""
-    samples_per_insert: float = 8.0
+    samples_per_insert: float = checked(8.0, gt=0)
     """Positions sampled per position inserted (Reverb's ratio limiter)."""
-    error_buffer: int = 8192
+    error_buffer: int = checked(8192, ge=0)
     """Slack of the ratio limiter, in samples."""
-    value_target: str = "z"
+    value_target: str = checked("z", choices=("z", "zq"))
     """``z`` (game outcome; paper) or ``zq`` (mean of outcome and root value)."""
-    augment: bool = True
+    augment: bool = checked(True)
     """Random reflection of each sample (paper: the data set doubled by reflection)."""
-    key_prefix: str = ""
+    key_prefix: str = checked("", test=lambda prefix: not prefix or bool(_KEY_PREFIX.fullmatch(prefix)),
+                              means="empty or 1-200 characters of A-Z a-z 0-9 _ . : -", bad=("a b", "x" * 201))
     """Redis keys of this run: ``<key_prefix>:run`` and ``<key_prefix>:games``. Empty (the
     default): ``hopzero:<run id>``, one prefix per run directory, the same on every resume. Two
     runs never share a prefix: the second is refused when it starts."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def key_prefix_for(self, run_id: str) -> str:
         """The Redis key prefix of run ``run_id`` (``key_prefix``, or derived from the run id)."""
