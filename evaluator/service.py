@@ -217,7 +217,7 @@ class EvaluatorService:
         """On start: finish or undo the promotion a crash interrupted, then bring the registry in
         line with ``best.json``. Returns the best model ``(version, weights)``, None before the
         first. A pointer whose model file is missing or damaged raises ``PromotionError``: no
-        best model can be trusted then, a person must look (docs/reliability/promotion.md)."""
+        best model can be trusted then, a person must look (docs/RELIABILITY.md)."""
         import ray
 
         disk = read_best(self.run_dir)  # verified against the model file's SHA-256

@@ -25,10 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
+
+# A Ctrl-C stops every command from its first instant, also one started with SIGINT ignored (a
+# `&` in a script): Python's own handler, set before the slow imports below (torch, Ray).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from ccengine.engines import ENGINES, EngineError, new_state
 from ccengine.notation import NotationError, parse_int, parse_move, parse_position, parse_positive_float

@@ -1,4 +1,4 @@
-"""Attacks on the configuration and the driver (docs/reliability/config.md), replayed.
+"""Attacks on the configuration and the driver (docs/RELIABILITY.md), replayed.
 
 - Every field of the config tree (and every rules option under ``rules`` and ``selfplay.rules``)
   refuses a value of the wrong type and, where it has a range or choices, one outside them, with

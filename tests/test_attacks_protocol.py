@@ -1,6 +1,6 @@
 """Attack replays, protocol area: numbers and garbage fed to ``hopzero engine`` and the CLI.
 
-Each test replays one attack of the reliability review (docs/reliability/protocol.md) against
+Each test replays one attack of the reliability review (docs/RELIABILITY.md) against
 the real installed ``hopzero`` command: the engine over its stdin/stdout as a referee drives it,
 the CLI as a person types it. Every bad input must give one short error line, change nothing,
 and leave the engine running.
