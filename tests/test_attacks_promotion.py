@@ -29,7 +29,6 @@ from evaluator.gating import GateConfig  # noqa: E402
 from evaluator.promotion import HISTORY_FILE, promotion_history  # noqa: E402
 from evaluator.service import EvaluatorService  # noqa: E402
 from hopzero.registry import ModelRegistry  # noqa: E402
-from hopzero.train import neutral_directory  # noqa: E402
 from learner.model import NetworkConfig, PolicyValueNet  # noqa: E402
 from learner.run_files import read_best, sha256_file  # noqa: E402
 
@@ -58,17 +57,6 @@ class CrashingEvaluator(EvaluatorService):
         if not os.path.exists(self.marker):
             Path(self.marker).write_text(step)
             os._exit(1)
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
-    started = not ray.is_initialized()
-    if started:
-        with neutral_directory(tmp_path_factory.mktemp("ray")):
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
-    if started:
-        ray.shutdown()
 
 
 @pytest.fixture

@@ -23,23 +23,11 @@ from learner.run_files import read_best  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
-from hopzero.train import neutral_directory, train  # noqa: E402
+from hopzero.train import train  # noqa: E402
 from learner.records import decode_record  # noqa: E402
 from replay_helpers import games_key  # noqa: E402
 
 TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
-
-
-@pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
-    started = not ray.is_initialized()
-    if started:
-        # Not from the checkout: Ray's workers would import its uncompiled sources (see train.py).
-        with neutral_directory(tmp_path_factory.mktemp("ray")):
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
-    if started:
-        ray.shutdown()
 
 
 @pytest.fixture
