@@ -1,9 +1,15 @@
-"""The rules object, its presets and the board geometry (shared/RULES.md).
+"""The rules object, its presets and the board geometries (shared/RULES.md).
+
+A board is a *geometry*: the ``n x n`` rhombus (:class:`Geometry`) or the 121-hole star
+(:class:`ccengine.star.StarGeometry`); both give cells, neighbours by direction, homes and goals
+per player, and the forward distance, so the engines' rules code serves either.
 
 Naming convention used across ``ccengine``:
 
-- *cell*: an index ``i = r * n + c`` on the ``n x n`` rhombus.
-- *board*: who occupies each cell: ``-1`` empty, ``0`` player 0 (``x``), ``1`` player 1 (``o``).
+- *cell*: an index ``i = r * n + c`` on the ``n x n`` rhombus; on the star, the index of RULES.md
+  (axial cells sorted by ``r``, then ``q``).
+- *board*: who occupies each cell: ``-1`` empty, ``0`` player 0 (``x``), ``1`` player 1 (``o``)
+  (on the star, ``0..players-1``).
 - *position*: a board plus the side to move and the ply count (what the text format holds).
 - *state*: a position plus what the end-of-game rules need from the past (progress tracking).
 - *move*: a pair ``(s, e)`` of cells; ``PASS == (-1, -1)``.
@@ -18,6 +24,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from .star import SEATS, StarGeometry
+
 __all__ = [
     "DIRECTIONS",
     "PASS",
@@ -25,6 +33,8 @@ __all__ = [
     "Geometry",
     "RulesError",
     "Rules",
+    "STAR_N",
+    "StarGeometry",
     "preset",
 ]
 
@@ -35,15 +45,22 @@ DIRECTIONS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1
 PASS: tuple[int, int] = (-1, -1)
 
 #: The fixed preset names; ``small-N-k`` is a family (N 4..6, k 1, 3 or 6).
-PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "small-N-k")
+PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "star2", "small-N-k")
 
 _HOPS = ("adjacent", "mirror")
 _WIN_RULES = ("filled", "all_own")
 _ADJUDICATE = ("none", "distance")
+_BOARDS = ("rhombus", "star")
+_GOAL_LOCKS = (False, True, "chain")
 _SMALL = re.compile(r"^small-(\d+)-(\d+)$")
 
 #: Largest board the bitboard engine holds (121 cells fit two 64-bit words).
 MAX_N = 11
+
+#: The star's ``n``: the side of the axial square ``-8 <= q, r <= 8`` that holds it (17 rows).
+STAR_N = 17
+#: Pieces per player on the star (points of side 4).
+STAR_K = 10
 
 
 class RulesError(ValueError):
@@ -63,27 +80,57 @@ class Rules:
     """Every option of RULES.md in one frozen object. Build variants with ``replace``."""
 
     n: int = 7
-    """Board side: cells are ``(r, c)`` with ``0 <= r, c < n``."""
+    """Board side: cells are ``(r, c)`` with ``0 <= r, c < n``; the star's is 17 (``STAR_N``)."""
     k: int = 6
-    """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``."""
+    """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``; 10 on the star."""
     hops: str = "adjacent"
     """``adjacent`` (the standard game) or ``mirror`` (the seed paper's long hops)."""
     win_rule: str = "filled"
-    """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule)."""
+    """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule). On the star
+    ``filled`` is all ten home or the anti-block rule, ``all_own`` turns anti-block off."""
     max_plies: int = 200
     """Plies (passes included) after which the game ends without a winner."""
-    goal_lock: bool = False
-    """A piece inside its goal may only move to goal cells."""
+    goal_lock: bool | str = False
+    """``True``: a piece inside its goal may only move to goal cells (the destination only).
+    ``"chain"`` (star only, the CCERL rule): every landing of a piece that stands in its goal, each
+    hop of a chain included, must be a goal cell. ``False``: off."""
     adjudicate: str = "none"
     """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``."""
     distance_margin: int = 3
     """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
     progress_limit: int = 0
     """Plies without either side adding a piece to its goal that end the game (0 = off)."""
+    board: str = "rhombus"
+    """``rhombus`` (the ``n x n`` board) or ``star`` (the 121-hole star, ``n=17``, ``k=10``)."""
+    players: int = 2
+    """Number of players (the star seats 2, 3, 4 or 6; only 2 are implemented so far)."""
+    repetition: int = 0
+    """Star only: the game is drawn when a position (board and side to move) occurs this many
+    times (0 = off; CCERL: 3)."""
+    equal_turn: bool = False
+    """Star, two players: when player 0 completes its goal, player 1 draws if one move completes
+    its own (CCERL: on)."""
     name: str = "custom"
     """The preset this rules object came from (informational; not part of equality)."""
 
     def __post_init__(self) -> None:
+        if self.board not in _BOARDS:
+            raise RulesError(f"board={self.board!r} is unknown; valid: {', '.join(_BOARDS)}")
+        if not (isinstance(self.goal_lock, (bool, str)) and self.goal_lock in _GOAL_LOCKS):
+            raise RulesError(f"goal_lock={self.goal_lock!r} is unknown; valid: false, true, 'chain'")
+        if self.board == "star":
+            self._check_star()
+        else:
+            self._check_rhombus()
+        if self.max_plies < 1:
+            raise RulesError(f"max_plies={self.max_plies} must be at least 1")
+        if self.progress_limit < 0:
+            raise RulesError(f"progress_limit={self.progress_limit} must be 0 (off) or positive")
+        if self.distance_margin < 0:
+            raise RulesError(f"distance_margin={self.distance_margin} must not be negative")
+
+    def _check_rhombus(self) -> None:
+        """The rhombus's own options; the star's options must keep their defaults."""
         if not 3 <= self.n <= MAX_N:
             raise RulesError(f"board side n={self.n} is out of range; valid: 3..{MAX_N}")
         t = _triangle_side(self.k)
@@ -97,12 +144,37 @@ class Rules:
             raise RulesError(f"win_rule={self.win_rule!r} is unknown; valid: {', '.join(_WIN_RULES)}")
         if self.adjudicate not in _ADJUDICATE:
             raise RulesError(f"adjudicate={self.adjudicate!r} is unknown; valid: {', '.join(_ADJUDICATE)}")
-        if self.max_plies < 1:
-            raise RulesError(f"max_plies={self.max_plies} must be at least 1")
-        if self.progress_limit < 0:
-            raise RulesError(f"progress_limit={self.progress_limit} must be 0 (off) or positive")
-        if self.distance_margin < 0:
-            raise RulesError(f"distance_margin={self.distance_margin} must not be negative")
+        star_only = {
+            "goal_lock='chain'": self.goal_lock == "chain",
+            f"players={self.players}": self.players != 2,
+            f"repetition={self.repetition}": self.repetition != 0,
+            f"equal_turn={self.equal_turn}": self.equal_turn,
+        }
+        for option, is_set in star_only.items():
+            if is_set:
+                raise RulesError(f"{option} needs board='star'; the rhombus seats 2 players and has no star options")
+
+    def _check_star(self) -> None:
+        """The star's options; the rhombus-only options must keep their defaults."""
+        if (self.n, self.k) != (STAR_N, STAR_K):
+            raise RulesError(
+                f"board='star' is the 121-hole star: it needs n={STAR_N} and k={STAR_K}, got n={self.n} k={self.k}"
+                " (preset 'star2' has them)"
+            )
+        if self.players not in SEATS:
+            raise RulesError(f"players={self.players}: the star seats {', '.join(map(str, SEATS))} players")
+        if self.players != 2:
+            raise RulesError(f"players={self.players}: only the two-player star is implemented so far")
+        if self.hops != "adjacent":
+            raise RulesError(f"hops={self.hops!r}: the star has adjacent hops only")
+        if self.win_rule not in _WIN_RULES:
+            raise RulesError(f"win_rule={self.win_rule!r} is unknown; valid: {', '.join(_WIN_RULES)}")
+        if self.adjudicate != "none" or self.progress_limit != 0:
+            raise RulesError("adjudicate and progress_limit are rhombus options; the star needs 'none' and 0")
+        if self.repetition < 0 or self.repetition == 1:
+            raise RulesError(f"repetition={self.repetition} must be 0 (off) or at least 2")
+        if self.equal_turn and self.players != 2:
+            raise RulesError(f"equal_turn is a two-player rule; players={self.players}")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rules):
@@ -141,8 +213,13 @@ class Rules:
 
     @property
     def cells(self) -> int:
-        """Number of cells, ``n * n``."""
-        return self.n * self.n
+        """Number of cells: ``n * n`` on the rhombus, 121 on the star."""
+        return self.geometry.cells
+
+    @property
+    def is_star(self) -> bool:
+        """Whether the board is the 121-hole star."""
+        return self.board == "star"
 
     @property
     def t(self) -> int:
@@ -152,30 +229,41 @@ class Rules:
         return t
 
     @cached_property
-    def geometry(self) -> Geometry:
-        """The board's neighbour tables and homes (computed once per rules object)."""
+    def geometry(self) -> Geometry | StarGeometry:
+        """The board's neighbour tables, homes and goals (computed once per rules object)."""
+        if self.board == "star":
+            return StarGeometry(self.players)
         return Geometry(self.n, self.k)
 
 
 def preset(name: str) -> Rules:
-    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81`` or ``small-N-k``."""
+    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81``, ``star2`` or ``small-N-k``."""
     if name == "cc49":
         return Rules(n=7, k=6, name=name)
     if name == "paper":
         return Rules(n=7, k=6, hops="mirror", win_rule="all_own", max_plies=100, name=name)
     if name == "cc81":
         return Rules(n=9, k=10, name=name)
+    if name == "star2":
+        # CCERL-2P10-v2: the two-player 121-hole star as the CCERL rating list plays it.
+        return Rules(
+            board="star", n=STAR_N, k=STAR_K, goal_lock="chain", repetition=3, equal_turn=True, max_plies=240, name=name
+        )
     m = _SMALL.match(name)
     if m:
         n, k = int(m.group(1)), int(m.group(2))
         if 4 <= n <= 6 and k in (1, 3, 6):
             return Rules(n=n, k=k, name=name)
         raise RulesError(f"preset {name!r}: small boards take N 4..6 and k 1, 3 or 6")
-    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, small-N-k (N 4..6, k 1, 3, 6)")
+    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, star2, small-N-k (N 4..6, k 1, 3, 6)")
 
 
 class Geometry:
     """Cells, neighbours and homes of the ``n x n`` rhombus with ``k`` pieces a side."""
+
+    kind = "rhombus"
+    #: The rhombus seats two players.
+    players = 2
 
     def __init__(self, n: int, k: int) -> None:
         self.n = n
