@@ -283,6 +283,10 @@ class Geometry:
         self.step: tuple[tuple[int, ...], ...] = tuple(
             tuple(self.offset(i, d, 1) for d in range(len(DIRECTIONS))) for i in range(self.cells)
         )
+        #: ``advances[p][i] == advance(p, i)``, as a table for the players' inner loops.
+        self.advances: tuple[tuple[int, ...], ...] = tuple(
+            tuple(self.advance(p, i) for i in range(self.cells)) for p in range(self.players)
+        )
 
     def goal(self, player: int) -> frozenset[int]:
         """The cells player ``player`` must fill: the other player's home."""

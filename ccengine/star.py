@@ -48,10 +48,11 @@ def _axis(point: int, q: int, r: int) -> int:
 class StarGeometry:
     """Cells, neighbours, points, homes and goals of the star for ``players`` players.
 
-    The interface the rules engines use is the rhombus :class:`ccengine.rules.Geometry`'s:
-    ``cells``, ``k``, ``players``, ``step``, ``offset``, ``home``, ``goal``, ``forward_distance``,
-    ``advance``, ``start_board``, ``reflect``. The star adds ``coords``, ``index``, ``point``,
-    ``points`` and ``seats``.
+    The interface the rules engines and players use is the rhombus
+    :class:`ccengine.rules.Geometry`'s: ``cells``, ``k``, ``players``, ``step``, ``offset``,
+    ``home``, ``goal``, ``forward_distance``, ``advance`` (and its table ``advances``),
+    ``start_board``, ``reflect``. The star adds ``coords``, ``index``, ``point``, ``points`` and
+    ``seats``.
     """
 
     kind = "star"
@@ -83,6 +84,10 @@ class StarGeometry:
         #: ``step[i][d]``: the neighbour of cell i in direction ``STAR_DIRECTIONS[d]``, or -1 off the board.
         self.step: tuple[tuple[int, ...], ...] = tuple(
             tuple(self.offset(i, d, 1) for d in range(len(STAR_DIRECTIONS))) for i in range(self.cells)
+        )
+        #: ``advances[p][i] == advance(p, i)``, as a table for the players' inner loops.
+        self.advances: tuple[tuple[int, ...], ...] = tuple(
+            tuple(self.advance(p, i) for i in range(self.cells)) for p in range(players)
         )
 
     def goal(self, player: int) -> frozenset[int]:

@@ -22,7 +22,16 @@ from ccengine.notation import (
     start_position,
 )
 from ccengine.perft_data import STAR_START_PERFT
-from ccengine.reference import IllegalMoveError, ReferenceState, is_witness_path, move_path, perft, piece_destinations
+from ccengine.players import greedy_candidates, make_player
+from ccengine.reference import (
+    IllegalMoveError,
+    ReferenceState,
+    is_witness_path,
+    legal_moves,
+    move_path,
+    perft,
+    piece_destinations,
+)
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.star import SEATS, StarGeometry
 
@@ -401,3 +410,34 @@ def test_a_finished_game_refuses_moves():
     state = _finish(STAR2, P0_NEAR, MIDDLE_B, P0_STEP_HOME)
     with pytest.raises(IllegalMoveError):
         state.play((MIDDLE_B[0], MIDDLE_B[0] + 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The baseline players on the star (forward distance along each player's axis)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_greedy_picks_the_largest_forward_distance_then_the_least_advanced_piece():
+    # From the start the back rows' hops over the front row gain 2 rows, more than any step.
+    moves = ReferenceState(STAR2).legal_moves()
+    hops = [m for m in moves if GEO.forward_distance(0, m) == 2]
+    assert hops and greedy_candidates(STAR2, 0, moves) == hops
+    # Player 1 runs the other way (its psi is a gain of -r): the same holds for it.
+    p1_moves = legal_moves(STAR2, GEO.start_board(), 1)
+    assert all(GEO.forward_distance(1, m) == 2 for m in greedy_candidates(STAR2, 1, p1_moves))
+    # Two lone pieces can each step one row south; eight are packed deep in the goal. The tie goes
+    # to the less advanced piece, the one further north.
+    north, south = cell(0, -3), cell(0, 0)
+    board = board_of([north, south, *SOUTH[:2], *SOUTH[4:]], MIDDLE_B)
+    moves = legal_moves(STAR2, board, 0)
+    assert max(GEO.forward_distance(0, m) for m in moves) == 1
+    assert {s for s, _ in greedy_candidates(STAR2, 0, moves)} == {north}
+
+
+@pytest.mark.parametrize("spec", ["random", "greedy", "greedy-stochastic"])
+def test_baseline_players_play_a_star_game_to_its_end(spec):
+    state = ReferenceState(STAR2)
+    players = [make_player(spec, STAR2, seed=3), make_player("greedy", STAR2, seed=4)]
+    while not state.is_terminal():
+        state.play(players[state.to_move].select(state))
+    assert state.result() in (-1, 0, 1) and state.end_reason is not None
