@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import pytest
 
+from ccengine.encoding import encoding_for
 from ccengine.notation import (
     NotationError,
     Position,
@@ -441,3 +442,8 @@ def test_baseline_players_play_a_star_game_to_its_end(spec):
     while not state.is_terminal():
         state.play(players[state.to_move].select(state))
     assert state.result() in (-1, 0, 1) and state.end_reason is not None
+
+
+def test_no_encoding_for_the_star_yet():
+    with pytest.raises(ValueError, match="no encoding yet"):
+        encoding_for(STAR2)
