@@ -7,11 +7,22 @@ class through :func:`new_state` / :func:`state_class`, which also name the pure-
 
 from .encoding import ENCODINGS, Encoding, PieceTracker, canonical_ids, encoding_for, policy_size
 from .engines import ENGINES, EngineError, new_state, state_class
-from .notation import NotationError, Position, format_position, parse_move, parse_position, start_position
+from .notation import (
+    NotationError,
+    Position,
+    format_compact121,
+    format_position,
+    format_star_path,
+    parse_compact121,
+    parse_move,
+    parse_position,
+    parse_star_path,
+    start_position,
+)
 from .players import Player, PlayerSpecError, make_player, player_kinds, register_player
 from .reference import IllegalMoveError, ReferenceState, move_path
 from .render import format_move, parse_human_move, render_board, render_position
-from .rules import PASS, PRESET_NAMES, Geometry, Rules, RulesError, preset
+from .rules import PASS, PRESET_NAMES, Geometry, Rules, RulesError, StarGeometry, preset
 from .search_player import SearchPlayer  # registers mcts-rollout
 from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
@@ -33,16 +44,21 @@ __all__ = [
     "SearchPlayer",
     "Rules",
     "RulesError",
+    "StarGeometry",
     "canonical_ids",
     "encoding_for",
+    "format_compact121",
     "format_move",
     "format_position",
+    "format_star_path",
     "make_player",
     "move_path",
     "new_state",
+    "parse_compact121",
     "parse_human_move",
     "parse_move",
     "parse_position",
+    "parse_star_path",
     "player_kinds",
     "policy_size",
     "preset",

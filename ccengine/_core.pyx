@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 
 from .reference import IllegalMoveError
-from .rules import DIRECTIONS, PASS, Rules
+from .rules import DIRECTIONS, PASS, Rules, RulesError
 
 __all__ = [
     "MAX_MOVES",
@@ -554,6 +554,12 @@ cdef class RulesTables:
     def __init__(self, rules):
         if not isinstance(rules, Rules):
             raise TypeError(f"RulesTables needs a ccengine.rules.Rules, got {type(rules).__name__}")
+        if rules.board != "rhombus":
+            # Every compiled State, batch call and search builds its tables here: one refusal.
+            raise RulesError(
+                f"the compiled engine plays the rhombus only, not board={rules.board!r} "
+                f"({rules.name}); use engine 'reference' for the star"
+            )
         self.rules = rules
         memset(&self.t, 0, sizeof(Tables))
         _fill_options(&self.t, rules)

@@ -468,6 +468,9 @@ class Encoding:
 
 def encoding_for(rules: Rules, name: str = "general", history: int | None = None) -> Encoding:
     """The encoding ``name`` (``paper`` or ``general``) bound to ``rules``."""
+    if rules.is_star:
+        # The planes index cells as r * n + c; the star's numbering needs its own layout.
+        raise ValueError(f"the {name} encoding is for the rhombus; the star ({rules.name}) has no encoding yet")
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; valid: {', '.join(ENCODINGS)}")
     spec = ENCODINGS[name]

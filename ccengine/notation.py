@@ -22,11 +22,15 @@ __all__ = [
     "NotationError",
     "Position",
     "excerpt",
+    "format_compact121",
     "format_position",
+    "format_star_path",
+    "parse_compact121",
     "parse_int",
     "parse_move",
     "parse_position",
     "parse_positive_float",
+    "parse_star_path",
     "start_position",
 ]
 
@@ -99,6 +103,8 @@ def start_position(rules: Rules) -> Position:
 
 def parse_position(rules: Rules, text: str) -> Position:
     """Read a position of ``rules`` from text; raises ``NotationError`` naming the problem."""
+    if rules.is_star:
+        return parse_compact121(rules, text)
     n = rules.n
     parts = text.split()
     if len(parts) not in (2, 3):
@@ -130,6 +136,8 @@ def parse_position(rules: Rules, text: str) -> Position:
 
 def format_position(rules: Rules, position: Position) -> str:
     """Write a position as text (the inverse of :func:`parse_position`)."""
+    if rules.is_star:
+        return format_compact121(rules, position)
     n = rules.n
     rows = ["".join(_CHAR_OF[v] for v in position.board[r * n : (r + 1) * n]) for r in range(n)]
     return f"{'/'.join(rows)} {'xo'[position.to_move]} {position.ply}"
@@ -163,3 +171,89 @@ def parse_move(rules: Rules, value: object) -> tuple[int, int]:
         if not 0 <= cell < rules.cells:
             raise NotationError(f"move {[s, e]}: {name} cell {cell} is off the board (valid 0..{rules.cells - 1})")
     return s, e
+
+
+# ---------------------------------------------------------------------------------------------
+# The 121-hole star: COMPACT121 positions and s-a-...-e moves (RULES.md "Text and the engine
+# protocol"). A separate block on purpose: it shares only Position and NotationError with the
+# rhombus's text format above, and parses numbers with its own ASCII-only pattern.
+# ---------------------------------------------------------------------------------------------
+
+_STAR_NUMBER = re.compile(r"[0-9]+", re.ASCII)
+_STAR_CELL_CHARS = ".012345"
+
+
+def _star_rules(rules: Rules) -> None:
+    if not rules.is_star:
+        raise NotationError(f"COMPACT121 text is for the star (board='star'); the {rules.name} rules are a rhombus")
+
+
+def _star_number(text: str, what: str) -> int:
+    """A non-negative integer written in ASCII digits only."""
+    if not _STAR_NUMBER.fullmatch(text):
+        raise NotationError(f"{what} {text!r} must be a non-negative integer in digits 0-9")
+    return int(text)
+
+
+def parse_compact121(rules: Rules, text: str) -> Position:
+    """Read a star position ``<COMPACT121> <player> [ply]``; raises ``NotationError`` naming the problem.
+
+    COMPACT121 is one character per cell in cell order (``.`` empty, ``0``..``5`` the player's
+    number); the player to move is one digit. Each player must have exactly ``rules.k`` pieces.
+    """
+    _star_rules(rules)
+    parts = text.split(" ")
+    if len(parts) not in (2, 3):
+        raise NotationError(
+            f"star position {text!r} must be '<COMPACT121> <player> [ply]' separated by single spaces, "
+            f"e.g. '{format_compact121(rules, start_position(rules))}'"
+        )
+    cells, player_text = parts[0], parts[1]
+    if len(cells) != rules.cells:
+        raise NotationError(f"COMPACT121 board has {len(cells)} characters, the star needs {rules.cells}")
+    players = rules.geometry.players
+    board: list[int] = []
+    for i, ch in enumerate(cells):
+        if ch not in _STAR_CELL_CHARS:
+            raise NotationError(f"COMPACT121 cell {i}: {ch!r} is not '.' or a player digit 0-5")
+        owner = -1 if ch == "." else int(ch)
+        if owner >= players:
+            raise NotationError(f"COMPACT121 cell {i} holds player {owner}, but the game has {players} players")
+        board.append(owner)
+    if not (len(player_text) == 1 and player_text in _STAR_CELL_CHARS[1:] and int(player_text) < players):
+        raise NotationError(f"player to move {player_text!r} is unknown; valid: 0..{players - 1}")
+    ply = _star_number(parts[2], "ply count") if len(parts) == 3 else 0
+    for p in range(players):
+        count = board.count(p)
+        if count != rules.k:
+            raise NotationError(f"COMPACT121 board has {count} pieces of player {p}, the star needs exactly {rules.k}")
+    return Position(tuple(board), int(player_text), ply)
+
+
+def format_compact121(rules: Rules, position: Position) -> str:
+    """Write a star position as ``<COMPACT121> <player> <ply>`` (the inverse of :func:`parse_compact121`)."""
+    _star_rules(rules)
+    cells = "".join("." if v == -1 else str(v) for v in position.board)
+    return f"{cells} {position.to_move} {position.ply}"
+
+
+def parse_star_path(rules: Rules, text: str) -> tuple[int, ...]:
+    """Read a star move ``s-e`` or a hop chain's witness path ``s-a-b-e``: the cells in order.
+
+    Only the form is checked (at least two cells, each on the board); the move it stands for is
+    ``(path[0], path[-1])``, and whether it is legal is the state's business.
+    """
+    _star_rules(rules)
+    fields = text.strip().split("-")
+    if len(fields) < 2:
+        raise NotationError(f"star move {text!r} must be cell indices joined by '-', like '3-14' or '1-12-25'")
+    path = tuple(_star_number(f, "move cell") for f in fields)
+    for cell in path:
+        if cell >= rules.cells:
+            raise NotationError(f"star move {text!r}: cell {cell} is off the board (valid 0..{rules.cells - 1})")
+    return path
+
+
+def format_star_path(path: tuple[int, ...] | list[int]) -> str:
+    """Write a star move or witness path as ``s-a-...-e``."""
+    return "-".join(str(int(c)) for c in path)

@@ -8,7 +8,7 @@ pure-Python reference (``ccengine.reference.perft``) and by the compiled engine
 
 from __future__ import annotations
 
-__all__ = ["START_PERFT"]
+__all__ = ["START_PERFT", "STAR_START_PERFT"]
 
 START_PERFT: dict[str, tuple[int, ...]] = {
     "cc49": (10, 100, 1720, 29584),
@@ -23,4 +23,13 @@ START_PERFT: dict[str, tuple[int, ...]] = {
     "small-4-6": (10, 82, 872, 8840, 87888),
     "small-5-6": (10, 100, 1746, 30934, 579754),
     "small-6-6": (10, 100, 1720, 29584, 545004),
+}
+
+#: perft(d) of the star's start (RULES.md "The 121-hole star"), from the pure-Python reference
+#: only: the compiled engine does not play the star yet. Up to depth 7 no star2 rule can act (no
+#: piece reaches a goal, no position occurs a third time), so these are also the numbers under
+#: OpenSpiel's rules, and OpenSpiel's ``chinese_checkers`` agrees with every one of them
+#: (tests/test_star_openspiel.py).
+STAR_START_PERFT: dict[str, tuple[int, ...]] = {
+    "star2": (14, 196, 4760, 115600),
 }

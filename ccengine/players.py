@@ -83,7 +83,9 @@ class _SeededPlayer:
 
     def __init__(self, rules: Rules, seed: SeedLike = None) -> None:
         self.rules = rules
-        self._diag = rules.geometry.diag  # r - c of each cell: psi and "least advanced" need it
+        # advance[p][i]: how far a piece of p on i is ahead of its home; psi and "least advanced"
+        # are differences of it on any board.
+        self._advance = rules.geometry.advances
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: SeedLike = None) -> None:
@@ -119,20 +121,18 @@ class RandomPlayer(_SeededPlayer):
 def greedy_candidates(rules: Rules, player: int, moves: Sequence[Move]) -> list[Move]:
     """The moves the deterministic greedy player chooses among (uniformly), in ``moves`` order.
 
-    Largest ``psi``; among those, the moves whose start cell is least advanced (player 0: largest
-    ``r - c``, player 1: smallest). When every move goes backward, the largest ``psi`` is the one
-    of least ``|psi|``, as RULES.md asks.
+    Largest ``psi``; among those, the moves whose start cell is least advanced (on the rhombus,
+    player 0: largest ``r - c``, player 1: smallest). When every move goes backward, the largest
+    ``psi`` is the one of least ``|psi|``, as RULES.md asks.
     """
     if len(moves) == 1:
         return list(moves)  # also the pass, which has no psi
-    diag = rules.geometry.diag
-    sign = 1 if player == 0 else -1
-    # For player 0, psi = diag[s] - diag[e] and "least advanced" = largest diag[s]; for player 1
-    # both flip sign, so one key (sign * psi, sign * diag[s]) orders both players.
+    advance = rules.geometry.advances[player]
+    # psi = advance[e] - advance[s]; the least advanced start has the smallest advance[s].
     best: list[Move] = []
     best_key = (-(10**9), -(10**9))
     for s, e in moves:
-        key = (sign * (diag[s] - diag[e]), sign * diag[s])
+        key = (advance[e] - advance[s], -advance[s])
         if key > best_key:
             best_key, best = key, [(s, e)]
         elif key == best_key:
@@ -165,13 +165,12 @@ class StochasticGreedyPlayer(_SeededPlayer):
         moves = state.legal_moves()
         if len(moves) == 1:
             return moves[0]
-        diag = self._diag
-        sign = 1 if state.to_move == 0 else -1
+        advance = self._advance[state.to_move]
         forward: list[Move] = []
         cumulative: list[int] = []  # running sum of psi over `forward`
         total = 0
         for s, e in moves:
-            psi = sign * (diag[s] - diag[e])
+            psi = advance[e] - advance[s]
             if psi > 0:
                 total += psi
                 forward.append((s, e))
@@ -184,8 +183,8 @@ class StochasticGreedyPlayer(_SeededPlayer):
 
     def policy(self, state: Any) -> list[tuple[Move, float]]:
         moves = state.legal_moves()
-        sign = 1 if state.to_move == 0 else -1
-        psi = [sign * (self._diag[s] - self._diag[e]) if (s, e) != PASS else 0 for s, e in moves]
+        advance = self._advance[state.to_move]
+        psi = [advance[e] - advance[s] if (s, e) != PASS else 0 for s, e in moves]
         total = sum(p for p in psi if p > 0)
         if not total:
             return [(m, 1.0 / len(moves)) for m in moves]

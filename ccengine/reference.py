@@ -3,15 +3,29 @@
 It is the test oracle for the Cython engine (``ccengine._core``), so clarity wins over speed
 everywhere here. Both engines expose the same ``State`` interface: ``board``, ``to_move``,
 ``ply``, ``legal_moves()``, ``play(move)``, ``undo()``, ``is_terminal()``, ``result()``.
+
+It plays the rhombus and the 121-hole star (``board="star"``, preset ``star2``): the move rules
+are written once over a board geometry; the star's end of the game is its own function,
+:func:`star_end`, in the order RULES.md gives.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
-from .rules import DIRECTIONS, PASS, Geometry, Rules
+from .rules import PASS, Geometry, Rules, StarGeometry
 
-__all__ = ["IllegalMoveError", "ReferenceState", "legal_moves", "move_path", "perft", "piece_destinations"]
+__all__ = [
+    "IllegalMoveError",
+    "ReferenceState",
+    "is_witness_path",
+    "legal_moves",
+    "move_path",
+    "perft",
+    "piece_destinations",
+    "star_end",
+]
 
 Move = tuple[int, int]
 
@@ -29,7 +43,7 @@ def _hop_landings(rules: Rules, board: list[int], x: int) -> list[int]:
     """Cells reachable from ``x`` by one hop on ``board`` (the moving piece already lifted)."""
     geo = rules.geometry
     landings = []
-    for d in range(len(DIRECTIONS)):
+    for d in range(len(geo.step[x])):
         if rules.hops == "adjacent":
             over, land = geo.offset(x, d, 1), geo.offset(x, d, 2)
             if over >= 0 and land >= 0 and board[over] != -1 and board[land] == -1:
@@ -47,26 +61,45 @@ def _hop_landings(rules: Rules, board: list[int], x: int) -> list[int]:
     return landings
 
 
+def _allowed_landings(rules: Rules, board: tuple[int, ...] | list[int], x: int, goal: frozenset[int]) -> list[int]:
+    """Hop landings from ``x`` that the chain goal lock allows: from a goal cell, goal cells only.
+
+    ``goal`` is the moving piece's goal. A piece is locked exactly when it stands in its goal,
+    since once in, no landing may leave it; without ``goal_lock="chain"`` every landing is allowed.
+    """
+    landings = _hop_landings(rules, board, x)
+    if rules.goal_lock == "chain" and x in goal:
+        return [y for y in landings if y in goal]
+    return landings
+
+
+def _steps(rules: Rules, board: tuple[int, ...] | list[int], s: int, goal: frozenset[int]) -> list[int]:
+    """Empty neighbours of ``s`` that the piece may step to (the chain lock applies to steps too)."""
+    steps = [y for y in rules.geometry.step[s] if y >= 0 and board[y] == -1]
+    if rules.goal_lock == "chain" and s in goal:
+        return [y for y in steps if y in goal]
+    return steps
+
+
 def piece_destinations(rules: Rules, board: tuple[int, ...] | list[int], s: int) -> list[int]:
     """Sorted destinations of the piece on ``s``: its steps and the closure of its hops."""
     geo = rules.geometry
     lifted = list(board)
     player = lifted[s]
+    goal = geo.goal(player)
     lifted[s] = -1  # while a piece hops, its start cell counts as empty
     reached: set[int] = set()
     frontier = [s]
     while frontier:
         x = frontier.pop()
-        for y in _hop_landings(rules, lifted, x):
+        for y in _allowed_landings(rules, lifted, x, goal):
             if y not in reached:
                 reached.add(y)
                 frontier.append(y)
-    for y in geo.step[s]:
-        if y >= 0 and board[y] == -1:
-            reached.add(y)
+    reached.update(_steps(rules, board, s, goal))
     reached.discard(s)
-    if rules.goal_lock and s in geo.goal(player):
-        reached &= geo.goal(player)
+    if rules.goal_lock is True and s in goal:
+        reached &= goal  # the rhombus's lock restricts only the destination
     return sorted(reached)
 
 
@@ -77,7 +110,8 @@ def move_path(rules: Rules, board: tuple[int, ...] | list[int], move: Move) -> l
     that print hop chains. Raises ``IllegalMoveError`` when ``e`` is not reachable from ``s``.
     """
     s, e = move
-    if e in rules.geometry.step[s] and board[e] == -1:
+    goal = rules.geometry.goal(board[s]) if 0 <= board[s] < rules.geometry.players else frozenset()
+    if e in _steps(rules, board, s, goal):
         return [s, e]
     lifted = list(board)
     lifted[s] = -1
@@ -86,7 +120,7 @@ def move_path(rules: Rules, board: tuple[int, ...] | list[int], move: Move) -> l
     while frontier and e not in parent:
         nxt = []
         for x in frontier:
-            for y in _hop_landings(rules, lifted, x):
+            for y in _allowed_landings(rules, lifted, x, goal):
                 if y not in parent:
                     parent[y] = x
                     nxt.append(y)
@@ -99,10 +133,35 @@ def move_path(rules: Rules, board: tuple[int, ...] | list[int], move: Move) -> l
     return path[::-1]
 
 
+def is_witness_path(rules: Rules, board: tuple[int, ...] | list[int], path: tuple[int, ...] | list[int]) -> bool:
+    """Whether ``path`` (``[s, ..., e]``) is a way to play the move ``(s, e)`` on ``board``.
+
+    It is one step, or a chain of hops, each leg a hop from the previous landing that the goal
+    lock allows, that visits no cell twice (OpenSpiel's rule too: a loop adds nothing to a move).
+    This is how a referee checks a hop chain an engine reports as ``s-a-b-e``.
+    """
+    if len(path) < 2 or len(set(path)) != len(path) or not 0 <= board[path[0]] < rules.geometry.players:
+        return False
+    s, e = path[0], path[-1]
+    if e not in piece_destinations(rules, board, s):
+        return False  # the destination itself must be legal (the rhombus's destination lock)
+    goal = rules.geometry.goal(board[s])
+    if len(path) == 2 and e in _steps(rules, board, s, goal):
+        return True
+    lifted = list(board)
+    lifted[s] = -1
+    return all(y in _allowed_landings(rules, lifted, x, goal) for x, y in zip(path, path[1:]))
+
+
 def legal_moves(rules: Rules, board: tuple[int, ...] | list[int], player: int) -> list[Move]:
-    """All legal moves of ``player``, sorted by ``(s, e)``; ``[PASS]`` when it has none."""
+    """All legal moves of ``player``, sorted by ``(s, e)``.
+
+    With none: ``[PASS]`` on the rhombus, ``[]`` on the star (which has no pass: the game ends).
+    """
     moves = [(s, e) for s in range(rules.cells) if board[s] == player for e in piece_destinations(rules, board, s)]
-    return moves or [PASS]
+    if moves or rules.is_star:
+        return moves
+    return [PASS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,6 +207,61 @@ def adjudicate(rules: Rules, board: tuple[int, ...] | list[int]) -> int:
     return 0
 
 
+def _all_home(geo: Geometry | StarGeometry, board: tuple[int, ...] | list[int], player: int) -> bool:
+    return all(board[i] == player for i in geo.goal(player))
+
+
+def _goal_blocked(geo: Geometry | StarGeometry, board: tuple[int, ...] | list[int], player: int) -> bool:
+    """Anti-block: the player's goal is full, with at least one own and one other piece in it."""
+    owners = {board[i] for i in geo.goal(player)}
+    return -1 not in owners and player in owners and len(owners) > 1
+
+
+def _finishes_at_once(rules: Rules, board: tuple[int, ...] | list[int], player: int) -> bool:
+    """Whether one legal move of ``player`` brings all its pieces into its goal."""
+    for s, e in legal_moves(rules, board, player):
+        after = list(board)
+        after[s], after[e] = -1, player
+        if _all_home(rules.geometry, after, player):
+            return True
+    return False
+
+
+def star_end(
+    rules: Rules, board: tuple[int, ...] | list[int], to_move: int, ply: int, occurrences: int
+) -> tuple[int, str] | None:
+    """The end of a two-player star game after a move: ``(result, reason)``, or None to go on.
+
+    RULES.md "preset star2", its order: both players home (draw, ``both_home``); player 0 home
+    (player 0 wins, ``all_home``, unless ``equal_turn`` and player 1, to move, can finish at
+    once: ``equal_turn`` draw); player 1 home (``all_home``); anti-block with ``win_rule`` filled,
+    player 0 first (``anti_block``); the ``repetition``-th occurrence of the position
+    (``occurrences`` counts this one; draw, ``repetition``); ``max_plies`` (draw); the side to move
+    has no legal move (draw, ``no_move``). ``result`` is +1 / 0 / -1 from player 0's side.
+    """
+    geo = rules.geometry
+    home = (_all_home(geo, board, 0), _all_home(geo, board, 1))
+    if home[0] and home[1]:
+        return 0, "both_home"
+    if home[0]:
+        if rules.equal_turn and to_move == 1 and _finishes_at_once(rules, board, 1):
+            return 0, "equal_turn"
+        return 1, "all_home"
+    if home[1]:
+        return -1, "all_home"
+    if rules.win_rule == "filled":
+        for p in (0, 1):
+            if _goal_blocked(geo, board, p):
+                return (1 if p == 0 else -1), "anti_block"
+    if rules.repetition and occurrences >= rules.repetition:
+        return 0, "repetition"
+    if ply >= rules.max_plies:
+        return 0, "max_plies"
+    if not legal_moves(rules, board, to_move):
+        return 0, "no_move"
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # State
 # ---------------------------------------------------------------------------------------------
@@ -161,14 +275,23 @@ class _Snapshot:
     goal_best: tuple[int, int]
     progress_ply: int
     result: int | None
+    reason: str | None
+
+
+#: A position's identity for the repetition rule: the board and the player to move.
+PositionKey = tuple[tuple[int, ...], int]
 
 
 class ReferenceState:
-    """A game in progress: board, side to move, ply count and progress tracking.
+    """A game in progress: board, side to move, ply count and what the end of the game needs.
 
     ``goal_best[p]`` is the most pieces player p has had in its goal so far and
     ``progress_ply`` the ply at which either side last raised its ``goal_best``; they drive
-    ``progress_limit``. A state built from a position starts them from that position.
+    ``progress_limit``. ``seen`` counts the occurrences of each position key ``(board, to_move)``
+    in this game when ``rules.repetition`` is on (else it stays empty): the repetition rule's
+    history. A state built from a position starts all of them from that position (seen once).
+    ``end_reason`` names why a finished game ended (``goal``, ``max_plies``, ``progress_limit`` on
+    the rhombus; :func:`star_end`'s reasons on the star).
     """
 
     def __init__(self, rules: Rules, board: tuple[int, ...] | list[int] | None = None, to_move: int = 0, ply: int = 0):
@@ -180,20 +303,31 @@ class ReferenceState:
         self.goal_best = (_goal_count(geo, self.board, 0), _goal_count(geo, self.board, 1))
         self.progress_ply = ply
         self._result: int | None = None
+        self.end_reason: str | None = None
         self._history: list[_Snapshot] = []
+        self.seen: Counter[PositionKey] = Counter()
+        self._count_position(+1)
         # A given position is judged as if the player not to move had just moved.
+        if rules.is_star:
+            self._judge_star()
+            return
         won = winner_after_move(rules, self.board, 1 - to_move)
         if won is not None:
-            self._result = 1 if won == 0 else -1
+            self._result, self.end_reason = (1 if won == 0 else -1), "goal"
         elif ply >= rules.max_plies:
-            self._result = adjudicate(rules, self.board)
+            self._result, self.end_reason = adjudicate(rules, self.board), "max_plies"
 
     def copy(self) -> ReferenceState:
         """An independent copy (history included)."""
         other = ReferenceState.__new__(ReferenceState)
         other.__dict__.update(self.__dict__)
         other._history = list(self._history)
+        other.seen = Counter(self.seen)
         return other
+
+    def key(self) -> PositionKey:
+        """The repetition rule's identity of this position: ``(board, to_move)``."""
+        return self.board, self.to_move
 
     def legal_moves(self) -> list[Move]:
         """Legal moves sorted by ``(s, e)``; ``[PASS]`` when none; ``[]`` once the game is over."""
@@ -215,7 +349,9 @@ class ReferenceState:
         if move not in self.legal_moves():
             raise IllegalMoveError(f"move {list(move)} is not legal for player {self.to_move} here")
         self._history.append(
-            _Snapshot(self.board, self.to_move, self.ply, self.goal_best, self.progress_ply, self._result)
+            _Snapshot(
+                self.board, self.to_move, self.ply, self.goal_best, self.progress_ply, self._result, self.end_reason
+            )
         )
         mover = self.to_move
         board = list(self.board)
@@ -224,7 +360,11 @@ class ReferenceState:
             board[s], board[e] = -1, mover
         self.board = tuple(board)
         self.ply += 1
-        self.to_move = 1 - mover
+        self.to_move = (mover + 1) % self.rules.geometry.players
+        self._count_position(+1)
+        if self.rules.is_star:
+            self._judge_star()
+            return
         count = _goal_count(self.rules.geometry, self.board, mover)
         if count > self.goal_best[mover]:
             best = list(self.goal_best)
@@ -233,25 +373,44 @@ class ReferenceState:
             self.progress_ply = self.ply
         won = winner_after_move(self.rules, self.board, mover)
         if won is not None:
-            self._result = 1 if won == 0 else -1
+            self._result, self.end_reason = (1 if won == 0 else -1), "goal"
         elif self.ply >= self.rules.max_plies:
-            self._result = adjudicate(self.rules, self.board)
+            self._result, self.end_reason = adjudicate(self.rules, self.board), "max_plies"
         elif self.rules.progress_limit and self.ply - self.progress_ply >= self.rules.progress_limit:
-            self._result = adjudicate(self.rules, self.board)
+            self._result, self.end_reason = adjudicate(self.rules, self.board), "progress_limit"
 
     def undo(self) -> None:
         """Take back the last move played on this state."""
         if not self._history:
             raise IllegalMoveError("no move to undo")
+        self._count_position(-1)
         snap = self._history.pop()
         self.board, self.to_move, self.ply = snap.board, snap.to_move, snap.ply
         self.goal_best, self.progress_ply, self._result = snap.goal_best, snap.progress_ply, snap.result
+        self.end_reason = snap.reason
+
+    def _count_position(self, delta: int) -> None:
+        """Count the current position in (``+1``) or out of (``-1``) the repetition history."""
+        if not self.rules.repetition:
+            return
+        key = self.key()
+        self.seen[key] += delta
+        if self.seen[key] == 0:
+            del self.seen[key]
+
+    def _judge_star(self) -> None:
+        """Set the result and reason when the star game is over (after a move, or as given)."""
+        end = star_end(self.rules, self.board, self.to_move, self.ply, self.seen[self.key()])
+        if end is not None:
+            self._result, self.end_reason = end
 
 
 def perft(state: ReferenceState, depth: int) -> int:
     """Leaves of the legal-move tree of ``depth`` plies; a terminal position is a leaf."""
     if depth == 0 or state.is_terminal():
         return 1
+    if depth == 1:
+        return len(state.legal_moves())  # each child is a leaf, terminal or not
     total = 0
     for move in state.legal_moves():
         state.play(move)

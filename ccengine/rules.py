@@ -1,9 +1,15 @@
-"""The rules object, its presets and the board geometry (shared/RULES.md).
+"""The rules object, its presets and the board geometries (shared/RULES.md).
+
+A board is a *geometry*: the ``n x n`` rhombus (:class:`Geometry`) or the 121-hole star
+(:class:`ccengine.star.StarGeometry`); both give cells, neighbours by direction, homes and goals
+per player, and the forward distance, so the engines' rules code serves either.
 
 Naming convention used across ``ccengine``:
 
-- *cell*: an index ``i = r * n + c`` on the ``n x n`` rhombus.
-- *board*: who occupies each cell: ``-1`` empty, ``0`` player 0 (``x``), ``1`` player 1 (``o``).
+- *cell*: an index ``i = r * n + c`` on the ``n x n`` rhombus; on the star, the index of RULES.md
+  (axial cells sorted by ``r``, then ``q``).
+- *board*: who occupies each cell: ``-1`` empty, ``0`` player 0 (``x``), ``1`` player 1 (``o``)
+  (on the star, ``0..players-1``).
 - *position*: a board plus the side to move and the ply count (what the text format holds).
 - *state*: a position plus what the end-of-game rules need from the past (progress tracking).
 - *move*: a pair ``(s, e)`` of cells; ``PASS == (-1, -1)``.
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .fields import FieldError, check_fields, checked
+from .star import SEATS, StarGeometry
 
 __all__ = [
     "DIRECTIONS",
@@ -27,6 +34,8 @@ __all__ = [
     "Geometry",
     "RulesError",
     "Rules",
+    "STAR_N",
+    "StarGeometry",
     "preset",
 ]
 
@@ -37,15 +46,22 @@ DIRECTIONS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1
 PASS: tuple[int, int] = (-1, -1)
 
 #: The fixed preset names; ``small-N-k`` is a family (N 4..6, k 1, 3 or 6).
-PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "small-N-k")
+PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "star2", "small-N-k")
 
 _HOPS = ("adjacent", "mirror")
 _WIN_RULES = ("filled", "all_own")
 _ADJUDICATE = ("none", "distance")
+_BOARDS = ("rhombus", "star")
+_GOAL_LOCKS = (False, True, "chain")
 _SMALL = re.compile(r"^small-(\d+)-(\d+)$")
 
 #: Largest board the bitboard engine holds (121 cells fit two 64-bit words).
 MAX_N = 11
+
+#: The star's ``n``: the side of the axial square ``-8 <= q, r <= 8`` that holds it (17 rows).
+STAR_N = 17
+#: Pieces per player on the star (points of side 4).
+STAR_K = 10
 
 
 class RulesError(ValueError):
@@ -65,24 +81,38 @@ def _triangle_side(k: int) -> int | None:
 class Rules:
     """Every option of RULES.md in one frozen object. Build variants with ``replace``."""
 
-    n: int = checked(7, ge=3, le=MAX_N)
-    """Board side: cells are ``(r, c)`` with ``0 <= r, c < n``."""
+    n: int = checked(7, ge=3, le=STAR_N)
+    """Board side: cells are ``(r, c)`` with ``0 <= r, c < n`` (rhombus: at most ``MAX_N``); the
+    star's is 17 (``STAR_N``)."""
     k: int = checked(6, choices=tuple(t * (t + 1) // 2 for t in range(1, MAX_N)))
-    """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``."""
+    """Pieces per player, a triangular number ``t (t + 1) / 2`` with ``t <= n - 1``; 10 on the star."""
     hops: str = checked("adjacent", choices=_HOPS)
     """``adjacent`` (the standard game) or ``mirror`` (the seed paper's long hops)."""
     win_rule: str = checked("filled", choices=_WIN_RULES)
-    """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule)."""
+    """``filled`` (goal full, one own piece in it) or ``all_own`` (the seed's rule). On the star
+    ``filled`` is all ten home or the anti-block rule, ``all_own`` turns anti-block off."""
     max_plies: int = checked(200, ge=1)
     """Plies (passes included) after which the game ends without a winner."""
-    goal_lock: bool = checked(False)
-    """A piece inside its goal may only move to goal cells."""
+    goal_lock: bool | str = checked(False, choices=_GOAL_LOCKS)
+    """``True``: a piece inside its goal may only move to goal cells (the destination only).
+    ``"chain"`` (star only, the CCERL rule): every landing of a piece that stands in its goal, each
+    hop of a chain included, must be a goal cell. ``False``: off."""
     adjudicate: str = checked("none", choices=_ADJUDICATE)
     """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``."""
     distance_margin: int = checked(3, ge=0)
     """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
     progress_limit: int = checked(0, ge=0)
     """Plies without either side adding a piece to its goal that end the game (0 = off)."""
+    board: str = checked("rhombus", choices=_BOARDS)
+    """``rhombus`` (the ``n x n`` board) or ``star`` (the 121-hole star, ``n=17``, ``k=10``)."""
+    players: int = checked(2, ge=2, le=6)
+    """Number of players (the star seats 2, 3, 4 or 6; only 2 are implemented so far)."""
+    repetition: int = checked(0, ge=0)
+    """Star only: the game is drawn when a position (board and side to move) occurs this many
+    times (0 = off; CCERL: 3)."""
+    equal_turn: bool = checked(False)
+    """Star, two players: when player 0 completes its goal, player 1 draws if one move completes
+    its own (CCERL: on)."""
     name: str = checked("custom")
     """The preset this rules object came from (informational; not part of equality)."""
 
@@ -91,8 +121,44 @@ class Rules:
             check_fields(self)
         except FieldError as exc:
             raise RulesError(str(exc)) from None
+        if self.board == "star":
+            self._check_star()
+        else:
+            self._check_rhombus()
+
+    def _check_rhombus(self) -> None:
+        """The rhombus's own options; the star's options must keep their defaults."""
+        if self.n > MAX_N:
+            raise RulesError(f"n: the rhombus's side must be at most {MAX_N}, got {self.n}")
         if self.t > self.n - 1:
             raise RulesError(f"k: {self.k} pieces need n >= {self.t + 1} so that the homes are disjoint")
+        star_only = {
+            "goal_lock='chain'": self.goal_lock == "chain",
+            f"players={self.players}": self.players != 2,
+            f"repetition={self.repetition}": self.repetition != 0,
+            f"equal_turn={self.equal_turn}": self.equal_turn,
+        }
+        for option, is_set in star_only.items():
+            if is_set:
+                raise RulesError(f"{option} needs board='star'; the rhombus seats 2 players and has no star options")
+
+    def _check_star(self) -> None:
+        """The star's options; the rhombus-only options must keep their defaults."""
+        if (self.n, self.k) != (STAR_N, STAR_K):
+            raise RulesError(
+                f"board='star' is the 121-hole star: it needs n={STAR_N} and k={STAR_K}, got n={self.n} k={self.k}"
+                " (preset 'star2' has them)"
+            )
+        if self.players not in SEATS:
+            raise RulesError(f"players={self.players}: the star seats {', '.join(map(str, SEATS))} players")
+        if self.players != 2:
+            raise RulesError(f"players={self.players}: only the two-player star is implemented so far")
+        if self.hops != "adjacent":
+            raise RulesError(f"hops={self.hops!r}: the star has adjacent hops only")
+        if self.adjudicate != "none" or self.progress_limit != 0:
+            raise RulesError("adjudicate and progress_limit are rhombus options; the star needs 'none' and 0")
+        if self.repetition == 1:
+            raise RulesError(f"repetition={self.repetition} must be 0 (off) or at least 2")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rules):
@@ -131,8 +197,13 @@ class Rules:
 
     @property
     def cells(self) -> int:
-        """Number of cells, ``n * n``."""
-        return self.n * self.n
+        """Number of cells: ``n * n`` on the rhombus, 121 on the star."""
+        return self.geometry.cells
+
+    @property
+    def is_star(self) -> bool:
+        """Whether the board is the 121-hole star."""
+        return self.board == "star"
 
     @property
     def t(self) -> int:
@@ -142,30 +213,41 @@ class Rules:
         return t
 
     @cached_property
-    def geometry(self) -> Geometry:
-        """The board's neighbour tables and homes (computed once per rules object)."""
+    def geometry(self) -> Geometry | StarGeometry:
+        """The board's neighbour tables, homes and goals (computed once per rules object)."""
+        if self.board == "star":
+            return StarGeometry(self.players)
         return Geometry(self.n, self.k)
 
 
 def preset(name: str) -> Rules:
-    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81`` or ``small-N-k``."""
+    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81``, ``star2`` or ``small-N-k``."""
     if name == "cc49":
         return Rules(n=7, k=6, name=name)
     if name == "paper":
         return Rules(n=7, k=6, hops="mirror", win_rule="all_own", max_plies=100, name=name)
     if name == "cc81":
         return Rules(n=9, k=10, name=name)
+    if name == "star2":
+        # CCERL-2P10-v2: the two-player 121-hole star as the CCERL rating list plays it.
+        return Rules(
+            board="star", n=STAR_N, k=STAR_K, goal_lock="chain", repetition=3, equal_turn=True, max_plies=240, name=name
+        )
     m = _SMALL.match(name)
     if m:
         n, k = int(m.group(1)), int(m.group(2))
         if 4 <= n <= 6 and k in (1, 3, 6):
             return Rules(n=n, k=k, name=name)
         raise RulesError(f"preset {name!r}: small boards take N 4..6 and k 1, 3 or 6")
-    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, small-N-k (N 4..6, k 1, 3, 6)")
+    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, star2, small-N-k (N 4..6, k 1, 3, 6)")
 
 
 class Geometry:
     """Cells, neighbours and homes of the ``n x n`` rhombus with ``k`` pieces a side."""
+
+    kind = "rhombus"
+    #: The rhombus seats two players.
+    players = 2
 
     def __init__(self, n: int, k: int) -> None:
         self.n = n
@@ -184,6 +266,10 @@ class Geometry:
         #: ``step[i][d]``: the neighbour of cell i in direction ``DIRECTIONS[d]``, or -1 off the board.
         self.step: tuple[tuple[int, ...], ...] = tuple(
             tuple(self.offset(i, d, 1) for d in range(len(DIRECTIONS))) for i in range(self.cells)
+        )
+        #: ``advances[p][i] == advance(p, i)``, as a table for the players' inner loops.
+        self.advances: tuple[tuple[int, ...], ...] = tuple(
+            tuple(self.advance(p, i) for i in range(self.cells)) for p in range(self.players)
         )
 
     def goal(self, player: int) -> frozenset[int]:
