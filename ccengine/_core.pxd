@@ -29,6 +29,11 @@ cdef struct Tables:
     int adjudicate        # 0 none, 1 distance
     int distance_margin
     int progress_limit    # 0 = off
+    # The star's options (zero on the rhombus), beside the others: read on every call.
+    int star              # 1 on the 121-hole star: hops by table, the star's end of the game
+    int goal_lock_chain   # goal_lock="chain": every landing of a piece in its goal stays in it
+    int repetition        # draw at this many occurrences of a position (0 = off)
+    int equal_turn        # two-player equal turns (RULES.md star2 check 2)
     int diag[MAX_CELLS]                # r - c of each cell
     int advance[2][MAX_CELLS]          # rows a piece of player p on cell i is ahead of its home tip
     int start_advance[2]               # total advance of each player's pieces in the start position
@@ -43,11 +48,7 @@ cdef struct Tables:
     # follow rules.DIRECTIONS: odd d raise the cell index, even d lower it.
     uint64_t raymask[MAX_CELLS][6][2]  # the cells of ray[i][d] as a bitboard
     uint64_t nbr[MAX_CELLS][2]         # the neighbours of cell i as a bitboard
-    # Added with the star (board="star"); zero on the rhombus.
-    int star              # 1 on the 121-hole star: hops by table, the star's end of the game
-    int goal_lock_chain   # goal_lock="chain": every landing of a piece in its goal stays in it
-    int repetition        # draw at this many occurrences of a position (0 = off)
-    int equal_turn        # two-player equal turns (RULES.md star2 check 2)
+    # Star tables (board="star"), after the rhombus's so that its hot fields keep their lines.
     int hop_over[MAX_CELLS][6]         # star: the cell hopped over from i along d; NO_CELL if no hop
     uint64_t hop_land[MAX_CELLS][6][2] # star: the landing two cells along d as a bitboard, 0 if none
 

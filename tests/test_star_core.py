@@ -8,8 +8,10 @@ last move (so positions repeat), and hand-built endings: equal turns, anti-block
 
 from __future__ import annotations
 
+import json
 import pickle
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from ccengine import _core
 from ccengine.perft_data import STAR_START_PERFT
 from ccengine.reference import IllegalMoveError, ReferenceState
 from ccengine.rules import Rules, preset
+from test_cli import hopzero_command
 
 STAR2 = preset("star2")
 GEO = STAR2.geometry
@@ -252,3 +255,14 @@ def test_no_pass_on_the_star():
         state.play((-1, -1))
     assert state.ply == 0 and state.max_moves == 10 * (121 - 20)
 
+
+
+def test_perft_command_runs_on_the_compiled_engine():
+    proc = subprocess.run(
+        [*hopzero_command(), "perft", "--preset", "star2", "--depth", "4", "--engine", "cython", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"preset": "star2", "perft": list(STAR_START_PERFT["star2"])}
