@@ -266,3 +266,14 @@ def test_perft_command_runs_on_the_compiled_engine():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"preset": "star2", "perft": list(STAR_START_PERFT["star2"])}
+
+
+def test_the_tree_search_refuses_the_star_clearly():
+    # Its nodes would play on without star2's draw by repetition (they carry no history).
+    from ccengine._search import RolloutEvaluator, SearchForest
+
+    tables = _core.tables_for(STAR2)
+    with pytest.raises(ValueError, match="tree search does not play the star yet"):
+        SearchForest(tables, 1)
+    with pytest.raises(ValueError, match="tree search does not play the star yet"):
+        RolloutEvaluator(tables)
