@@ -277,3 +277,28 @@ def test_the_tree_search_refuses_the_star_clearly():
         SearchForest(tables, 1)
     with pytest.raises(ValueError, match="tree search does not play the star yet"):
         RolloutEvaluator(tables)
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        preset("small-4-1"),
+        preset("cc49").replace(adjudicate="distance", max_plies=40, name="cc49-distance-40"),
+        preset("cc49").replace(progress_limit=12, adjudicate="distance", distance_margin=0, name="cc49-progress"),
+    ],
+    ids=lambda r: r.name,
+)
+def test_end_reason_on_the_rhombus_agrees(rules: Rules) -> None:
+    reasons = set()
+    for seed in range(6):
+        rng = random.Random(seed)
+        fast, ref = _core.State(rules), ReferenceState(rules)
+        while not ref.is_terminal():
+            assert fast.end_reason is None
+            move = rng.choice(ref.legal_moves())
+            fast.play(move)
+            ref.play(move)
+        assert (fast.result(), fast.end_reason) == (ref.result(), ref.end_reason)
+        reasons.add(ref.end_reason)
+    # Each variant ends its games by the reason it is here for.
+    assert {"small-4-1": "goal", "cc49-distance-40": "max_plies", "cc49-progress": "progress_limit"}[rules.name] in reasons
