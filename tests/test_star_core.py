@@ -247,6 +247,11 @@ def test_batch_api_plays_the_star_with_repetition():
     assert results.tolist() == [0, 0, 0] and {s.end_reason for s in states} == {"repetition"}
     _core.batch_legal_moves(states, moves_out, counts)
     assert counts.tolist() == [0, 0, 0]
+    boards = np.zeros((3, GEO.cells), np.int8)
+    _core.batch_boards(states, boards)
+    rebuilt = _core.batch_new_states(STAR2, boards, to_move=[0, 0, 0], ply=[8, 8, 8])
+    assert [s.board for s in rebuilt] == [s.board for s in states] and not rebuilt[0].is_terminal()
+    assert rebuilt[0].hash == states[0].hash and rebuilt[0].legal_moves() == ReferenceState(STAR2).legal_moves()
 
 
 def test_no_pass_on_the_star():
