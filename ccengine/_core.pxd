@@ -1,7 +1,8 @@
 # C-level interface of the Cython engine, for other Cython modules (the tree search).
 #
-# Bitboards: cell i (= r * n + c) is bit (i % 64) of word (i // 64). Boards up to 8 x 8 use
-# word 0 only (the 64-bit path); 9 x 9 to 11 x 11 use both words (the 128-bit path).
+# Bitboards: cell i (= r * n + c on the rhombus, the star's numbering on the star) is bit
+# (i % 64) of word (i // 64). Boards up to 8 x 8 use word 0 only (the 64-bit path); 9 x 9 to
+# 11 x 11 and the 121-hole star use both words (the 128-bit path; the star by table look-up).
 # Everything here is nogil and allocation-free: a state is a small POD struct, so "undo" is a
 # struct copy and a search tree can keep states by value.
 
@@ -11,6 +12,7 @@ cdef enum:
     MAX_CELLS = 128
     MAX_PIECES = 15
     RESULT_NONE = 2       # CState.result while the game goes on
+    NO_CELL = 127         # a bit no board uses (cells <= 121): an impossible hop never matches
     MAX_MOVES = 1365      # largest Tables.max_moves of any valid Rules (n = 11, k = 15)
 
 cdef struct Tables:
@@ -27,6 +29,11 @@ cdef struct Tables:
     int adjudicate        # 0 none, 1 distance
     int distance_margin
     int progress_limit    # 0 = off
+    # The star's options (zero on the rhombus), beside the others: read on every call.
+    int star              # 1 on the 121-hole star: hops by table, the star's end of the game
+    int goal_lock_chain   # goal_lock="chain": every landing of a piece in its goal stays in it
+    int repetition        # draw at this many occurrences of a position (0 = off)
+    int equal_turn        # two-player equal turns (RULES.md star2 check 2)
     int diag[MAX_CELLS]                # r - c of each cell
     int advance[2][MAX_CELLS]          # rows a piece of player p on cell i is ahead of its home tip
     int start_advance[2]               # total advance of each player's pieces in the start position
@@ -41,6 +48,9 @@ cdef struct Tables:
     # follow rules.DIRECTIONS: odd d raise the cell index, even d lower it.
     uint64_t raymask[MAX_CELLS][6][2]  # the cells of ray[i][d] as a bitboard
     uint64_t nbr[MAX_CELLS][2]         # the neighbours of cell i as a bitboard
+    # Star tables (board="star"), after the rhombus's so that its hot fields keep their lines.
+    int hop_over[MAX_CELLS][6]         # star: the cell hopped over from i along d; NO_CELL if no hop
+    uint64_t hop_land[MAX_CELLS][6][2] # star: the landing two cells along d as a bitboard, 0 if none
 
 cdef struct CState:
     uint64_t bb[2][2]     # bb[player][word]: occupancy
@@ -64,7 +74,14 @@ cdef bint is_legal_move(const Tables* t, const CState* s, int from_, int to) noe
 
 # Plays (from_, to) for the side to move (pass = (-1, -1)) and updates ply, progress, result
 # and hash. Does not check legality: callers pass moves produced by generate_moves.
+# On the star it runs RULES.md's end-of-game checks except repetition, which needs the game's
+# history: State.play and batch_play add it (star_repetition_draw); a search path has none.
 cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil
+
+# Star: the draw by repetition after apply_move, given how often the new position occurred
+# (this time included). Sets the result to a draw when the game was going on and the count
+# reaches Tables.repetition; does nothing otherwise.
+cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil
 
 # Leaves of the legal-move tree of `depth` plies (terminal positions are leaves).
 cdef uint64_t perft_c(const Tables* t, const CState* s, int depth) noexcept nogil

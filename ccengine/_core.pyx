@@ -251,6 +251,64 @@ cdef inline int _emit(int16_t* out, int count, int cell, bits_t dests) noexcept 
     return count
 
 
+# ---------------------------------------------------------------------------------------------
+# The 121-hole star: hops by table look-up on one 128-bit word
+# ---------------------------------------------------------------------------------------------
+# The star's rows have different lengths, so no shift maps every cell to its neighbour; instead
+# each cell has, per direction, the cell it hops over (hop_over) and its landing as a bitboard
+# (hop_land). The closure is a breadth-first fill over the frontier's cells.
+
+
+cdef inline cc_u128 _star_landings(const Tables* t, int x, cc_u128 others) noexcept nogil:
+    """Landings of one hop from ``x``, whatever is on them: the directions with a piece next to x."""
+    cdef cc_u128 landings = 0
+    cdef int d
+    for d in range(6):
+        # hop_over is NO_CELL (never occupied) where no landing exists along d.
+        if (others >> t.hop_over[x][d]) & 1:
+            landings |= cc_join(t.hop_land[x][d][0], t.hop_land[x][d][1])
+    return landings
+
+
+cdef inline cc_u128 _star_destinations(const Tables* t, int cell, int player, cc_u128 occupied) noexcept nogil:
+    """Destinations of the piece of ``player`` on ``cell``; ``occupied`` includes that piece.
+
+    Goal lock ``"chain"``: a hop from a goal cell may only land on a goal cell, so the closure
+    never leaves the goal once it entered it; the lock is a property of the cell hopped from,
+    which makes the reachable set independent of the order of the fill.
+    """
+    cdef cc_u128 one = 1, start = one << cell, others = occupied & ~start
+    cdef cc_u128 board = cc_join(t.board_mask[0], t.board_mask[1])
+    cdef cc_u128 empty = board & ~others          # the start cell counts as empty while hopping
+    cdef cc_u128 goal = cc_join(t.goal[player][0], t.goal[player][1])
+    cdef cc_u128 reached = start, frontier = start, fresh
+    cdef int x
+    while frontier:
+        x = cc_ctz128(frontier)
+        frontier &= frontier - 1
+        fresh = _star_landings(t, x, others) & empty & ~reached
+        if t.goal_lock_chain and (goal >> x) & 1:
+            fresh &= goal
+        reached |= fresh
+        frontier |= fresh
+    reached = (reached | (cc_join(t.nbr[cell][0], t.nbr[cell][1]) & empty)) & ~start
+    if t.goal_lock and start & goal:
+        reached &= goal          # steps too; for goal_lock=True only the destination
+    return reached
+
+
+cdef int _generate_star(const Tables* t, const CState* s, int16_t* out) noexcept nogil:
+    """generate_moves on the star (no pass: an empty list ends the game)."""
+    cdef cc_u128 own = cc_join(s.bb[s.to_move][0], s.bb[s.to_move][1])
+    cdef cc_u128 occupied = own | cc_join(s.bb[1 - s.to_move][0], s.bb[1 - s.to_move][1])
+    cdef int count = 0, cell
+    while own:
+        cell = cc_ctz128(own)
+        own &= own - 1
+        count = _emit(out, count, cell, _star_destinations(t, cell, s.to_move, occupied))
+    return count
+
+
 cdef int _generate(const Tables* t, const CState* s, int16_t* out, bits_t width) noexcept nogil:
     """generate_moves for one bitboard width (``width`` only selects the specialisation)."""
     cdef bits_t own, other, occupied, board, not_col0, not_collast, pieces, dests
@@ -290,6 +348,8 @@ cdef int generate_moves(const Tables* t, const CState* s, int16_t* out) noexcept
     cdef int count
     if s.result != RESULT_NONE:
         return 0
+    if t.star:
+        return _generate_star(t, s, out)
     if t.nwords == 1:
         count = _generate[uint64_t](t, s, out, 0)
     else:
@@ -303,7 +363,13 @@ cdef int generate_moves(const Tables* t, const CState* s, int16_t* out) noexcept
 
 cdef void piece_destinations(const Tables* t, const CState* s, int cell, uint64_t* dest) noexcept nogil:
     """Destinations of the piece on ``cell`` as two words (an empty cell moves as the side to move)."""
-    if t.nwords == 1:
+    cdef int player
+    cdef cc_u128 occupied
+    if t.star:
+        player = cell_owner(s, cell)
+        occupied = cc_join(s.bb[0][0] | s.bb[1][0], s.bb[0][1] | s.bb[1][1])
+        _store[cc_u128](_star_destinations(t, cell, player if player >= 0 else s.to_move, occupied), dest)
+    elif t.nwords == 1:
         _piece_destinations[uint64_t](t, s, cell, dest, 0)
     else:
         _piece_destinations[cc_u128](t, s, cell, dest, 0)
@@ -331,7 +397,7 @@ cdef bint is_legal_move(const Tables* t, const CState* s, int from_, int to) noe
     if s.result != RESULT_NONE:
         return False
     if from_ == -1 and to == -1:
-        return not _has_move(t, s)
+        return not t.star and not _has_move(t, s)    # the star has no pass
     if from_ < 0 or from_ >= t.cells or to < 0 or to >= t.cells:
         return False
     if cell_owner(s, from_) != s.to_move:
@@ -405,6 +471,75 @@ cdef inline int _goal_count(const Tables* t, const CState* s, int player) noexce
             + cc_popcount64(s.bb[player][1] & t.goal[player][1]))
 
 
+# ---------------------------------------------------------------------------------------------
+# The star's end of the game (RULES.md "preset star2", checks 1-7; 5 is star_repetition_draw)
+# ---------------------------------------------------------------------------------------------
+
+
+cdef inline bint _all_home(const Tables* t, const CState* s, int player) noexcept nogil:
+    """Whether every cell of the player's goal holds its own piece."""
+    return ((t.goal[player][0] & ~s.bb[player][0]) | (t.goal[player][1] & ~s.bb[player][1])) == 0
+
+
+cdef inline bint _goal_blocked(const Tables* t, const CState* s, int player) noexcept nogil:
+    """Anti-block: the player's goal is full, with at least one own and one other piece in it."""
+    cdef int w
+    cdef uint64_t empty = 0, own = 0, other = 0
+    for w in range(2):
+        empty |= t.goal[player][w] & ~(s.bb[0][w] | s.bb[1][w])
+        own |= t.goal[player][w] & s.bb[player][w]
+        other |= t.goal[player][w] & s.bb[1 - player][w]
+    return empty == 0 and own != 0 and other != 0
+
+
+cdef bint _finishes_at_once(const Tables* t, const CState* s, int player) noexcept nogil:
+    """Whether one legal move of ``player`` brings all its pieces into its goal.
+
+    Only a position with k - 1 pieces home can be finished in one move, by the last piece
+    reaching the goal's one free cell, so one piece's destinations decide it.
+    """
+    cdef uint64_t missing[2]
+    cdef uint64_t outside[2]
+    cdef uint64_t dest[2]
+    cdef int w, cell
+    for w in range(2):
+        missing[w] = t.goal[player][w] & ~(s.bb[0][w] | s.bb[1][w])
+        outside[w] = s.bb[player][w] & ~t.goal[player][w]
+    if _goal_count(t, s, player) != t.k - 1 or _popcount2(missing) != 1:
+        return False
+    cell = cc_ctz64(outside[0]) if outside[0] else 64 + cc_ctz64(outside[1])
+    piece_destinations(t, s, cell, dest)
+    return ((dest[0] & missing[0]) | (dest[1] & missing[1])) != 0
+
+
+cdef int _star_end(const Tables* t, const CState* s) noexcept nogil:
+    """The result by checks 1-4, 6 and 7 after a move (or of a given position), else RESULT_NONE."""
+    cdef bint home0 = _all_home(t, s, 0), home1 = _all_home(t, s, 1)
+    cdef int p
+    if home0 and home1:
+        return 0
+    if home0:
+        if t.equal_turn and s.to_move == 1 and _finishes_at_once(t, s, 1):
+            return 0
+        return 1
+    if home1:
+        return -1
+    if not t.win_all_own:
+        for p in range(2):
+            if _goal_blocked(t, s, p):
+                return 1 if p == 0 else -1
+    # Check 5, repetition, would draw here: star_repetition_draw adds it with the history.
+    if s.ply >= t.max_plies or not _has_move(t, s):
+        return 0
+    return RESULT_NONE
+
+
+cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil:
+    """Check 5 after apply_move: a draw at the repetition-th occurrence (see _core.pxd)."""
+    if t.repetition and s.result == RESULT_NONE and occurrences >= t.repetition:
+        s.result = 0
+
+
 cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil:
     """Play (from_, to) for the side to move; the end-of-game checks follow reference.py."""
     cdef int mover = s.to_move, count, winner
@@ -415,6 +550,9 @@ cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nog
     s.ply += 1
     s.to_move = 1 - mover
     s.hash ^= t.zobrist_side
+    if t.star:
+        s.result = _star_end(t, s)
+        return
     count = _goal_count(t, s, mover)
     if count > s.goal_best[mover]:
         s.goal_best[mover] = count
@@ -499,15 +637,50 @@ cdef _fill_options(Tables* t, rules):
     t.win_all_own = rules.win_rule == "all_own"
     t.max_plies = rules.max_plies
     t.goal_lock = bool(rules.goal_lock)
+    t.goal_lock_chain = rules.goal_lock == "chain"
+    t.star = rules.is_star
+    t.repetition = rules.repetition
+    t.equal_turn = rules.equal_turn
     t.adjudicate = rules.adjudicate == "distance"
     t.distance_margin = rules.distance_margin
     t.progress_limit = rules.progress_limit
+
+
+cdef _fill_star_geometry(Tables* t, rules):
+    """The star's hop tables, neighbours, goals and advance tables from its ``StarGeometry``.
+
+    ``diag`` holds ``-r``, so that ``forward_distance`` is the gain along each two-player
+    seat's axis (``r`` for player 0, ``-r`` for player 1), as for ``r - c`` on the rhombus.
+    """
+    cdef int i, d, p
+    geo = rules.geometry
+    assert geo.players == 2 and t.cells <= NO_CELL
+    for i in range(t.cells):
+        t.diag[i] = -geo.coords[i][1]
+        for p in range(2):
+            t.advance[p][i] = geo.advance(p, i)
+        for d in range(6):
+            over, land = geo.offset(i, d, 1), geo.offset(i, d, 2)
+            t.hop_over[i][d] = over if land >= 0 else NO_CELL
+            _set_mask(t.hop_land[i][d], [land] if land >= 0 else [])
+        _set_mask(t.nbr[i], [c for c in geo.step[i] if c >= 0])
+    for p in range(2):
+        t.start_advance[p] = sum(geo.advance(p, i) for i in geo.home[p])
+        _set_mask(t.goal[p], geo.goal(p))
+    _set_mask(t.board_mask, range(t.cells))
 
 
 cdef _fill_geometry(Tables* t, rules):
     """Rays, neighbours, goals, masks and advance tables from ``rules.geometry``."""
     cdef int n = t.n, i, d, j, p
     geo = rules.geometry
+    if t.star:
+        for i in range(MAX_CELLS):
+            for d in range(6):
+                for j in range(12):
+                    t.ray[i][d][j] = -1
+        _fill_star_geometry(t, rules)
+        return
     # The mirror-hop code relies on odd directions raising the cell index.
     assert all((DIRECTIONS[d][0] * n + DIRECTIONS[d][1] > 0) == (d % 2 == 1) for d in range(6))
     for i in range(MAX_CELLS):
@@ -554,11 +727,11 @@ cdef class RulesTables:
     def __init__(self, rules):
         if not isinstance(rules, Rules):
             raise TypeError(f"RulesTables needs a ccengine.rules.Rules, got {type(rules).__name__}")
-        if rules.board != "rhombus":
+        if rules.is_star and rules.players != 2:
             # Every compiled State, batch call and search builds its tables here: one refusal.
             raise RulesError(
-                f"the compiled engine plays the rhombus only, not board={rules.board!r} "
-                f"({rules.name}); use engine 'reference' for the star"
+                f"the compiled engine plays the two-player star only, not players={rules.players} "
+                f"({rules.name}); use engine 'reference'"
             )
         self.rules = rules
         memset(&self.t, 0, sizeof(Tables))
@@ -648,13 +821,16 @@ cdef inline void _init_end_state(const Tables* t, CState* s) noexcept nogil:
     s.goal_best[1] = _goal_count(t, s, 1)
     s.progress_ply = s.ply
     s.result = RESULT_NONE
+    s.hash = _hash_from_scratch(t, s)
     # A given position is judged as if the player not to move had just moved.
+    if t.star:
+        s.result = _star_end(t, s)     # seen once: no repetition yet
+        return
     winner = _winner_after(t, s, 1 - s.to_move)
     if winner >= 0:
         s.result = 1 if winner == 0 else -1
     elif s.ply >= t.max_plies:
         s.result = _adjudicate(t, s)
-    s.hash = _hash_from_scratch(t, s)
 
 
 cdef str _board_error(const Tables* t, const CState* s, object to_move, object ply):
@@ -728,6 +904,53 @@ def _restore_state(rules, bytes packed, list history):
 
 cdef inline bytes _pack(const CState* s):
     return PyBytes_FromStringAndSize(<const char*>s, sizeof(CState))
+
+
+cdef int _occurrences(State state):
+    """How often the current position (board and side to move) occurred in this state's game,
+    this time included: its hash against the snapshots of the undo history."""
+    cdef int count = 1
+    cdef uint64_t h = state.s.hash
+    for packed in state._history:
+        if (<const CState*>PyBytes_AS_STRING(packed)).hash == h:
+            count += 1
+    return count
+
+
+cdef inline void _play(State state, int start, int end):
+    """Play a legal move: the undo snapshot, the move, and on the star the repetition check."""
+    cdef const Tables* t = &state.tables.t
+    state._history.append(_pack(&state.s))
+    apply_move(t, &state.s, start, end)
+    if t.repetition and state.s.result == RESULT_NONE:
+        star_repetition_draw(t, &state.s, _occurrences(state))
+
+
+cdef str _end_reason(State state):
+    """Why a finished game ended, in the words of ``ReferenceState.end_reason``; None if it goes on.
+
+    Recomputed from the position by the same checks in the same order as when the game ended,
+    so CState needs no field for it.
+    """
+    cdef const Tables* t = &state.tables.t
+    cdef const CState* s = &state.s
+    if s.result == RESULT_NONE:
+        return None
+    if not t.star:
+        if _winner_after(t, s, 1 - s.to_move) >= 0:
+            return "goal"
+        return "max_plies" if s.ply >= t.max_plies else "progress_limit"
+    if _all_home(t, s, 0) and _all_home(t, s, 1):
+        return "both_home"
+    if _all_home(t, s, 0):
+        return "equal_turn" if s.result == 0 else "all_home"
+    if _all_home(t, s, 1):
+        return "all_home"
+    if not t.win_all_own and (_goal_blocked(t, s, 0) or _goal_blocked(t, s, 1)):
+        return "anti_block"
+    if t.repetition and _occurrences(state) >= t.repetition:
+        return "repetition"
+    return "max_plies" if s.ply >= t.max_plies else "no_move"
 
 
 cdef inline int _check_move_buffer(Py_ssize_t rows, int max_moves, str name) except -1:
@@ -839,8 +1062,7 @@ cdef class State:
         start, end = _move_cells(move)
         if not is_legal_move(&self.tables.t, &self.s, start, end):
             raise IllegalMoveError(_illegal_reason(self, start, end))
-        self._history.append(_pack(&self.s))
-        apply_move(&self.tables.t, &self.s, start, end)
+        _play(self, start, end)
 
     def undo(self) -> None:
         """Take back the last move played on this state (``IllegalMoveError`` when none)."""
@@ -852,6 +1074,17 @@ cdef class State:
     def is_terminal(self) -> bool:
         """Whether the game is over."""
         return self.s.result != RESULT_NONE
+
+    @property
+    def end_reason(self):
+        """Why the game ended (``ReferenceState.end_reason``'s words), None while it goes on."""
+        return _end_reason(self)
+
+    @property
+    def occurrences(self) -> int:
+        """How often the current position (board, side to move) occurred in this game, this time
+        included, as far as this state's history reaches (a position given as text starts at 1)."""
+        return _occurrences(self)
 
     def result(self):
         """``+1 / 0 / -1`` from player 0's side once the game is over, else None."""
@@ -914,6 +1147,8 @@ cdef str _illegal_reason(State state, int start, int end):
     if state.s.result != RESULT_NONE:
         return head + "the game is over"
     if start == -1 and end == -1:
+        if t.star:
+            return head + "the star has no pass"
         return head + "a pass is legal only when there is no other move"
     if not (0 <= start < t.cells and 0 <= end < t.cells):
         return head + f"cells must be in 0..{t.cells - 1} (or [-1, -1] for the pass)"
@@ -992,9 +1227,7 @@ def batch_play(states, const int16_t[:, ::1] moves) -> None:
         if not is_legal_move(&state.tables.t, &state.s, moves[g, 0], moves[g, 1]):
             raise IllegalMoveError(f"batch_play row {g}: " + _illegal_reason(state, moves[g, 0], moves[g, 1]))
     for g in range(size):
-        state = <State>batch[g]
-        state._history.append(_pack(&state.s))
-        apply_move(&state.tables.t, &state.s, moves[g, 0], moves[g, 1])
+        _play(<State>batch[g], moves[g, 0], moves[g, 1])
 
 
 def batch_results(states, int8_t[::1] out) -> None:

@@ -355,6 +355,17 @@ cdef inline void _push_history(Tree* tr, int history, int8_t[2][MAX_PIECES] piec
 # ---------------------------------------------------------------------------------------------
 
 
+cdef _refuse_star(RulesTables tables):
+    """The tree search plays the rhombus only: its nodes carry no repetition history yet, so on
+    the star they would miss star2's draw by repetition (RULES.md "Repetition in the compiled
+    engine")."""
+    if tables.t.star:
+        raise ValueError(
+            f"the tree search does not play the star yet ({tables.rules.name}): its nodes have no "
+            "repetition history; play the star with the baseline players"
+        )
+
+
 cdef class SearchForest:
     """G independent PUCT search trees advanced in lock-step, one batch of leaves per round.
 
@@ -450,6 +461,7 @@ cdef class SearchForest:
         cdef int g
         if self.trees != NULL:
             raise RuntimeError("SearchForest.__init__ called twice")
+        _refuse_star(tables)
         if num_games < 1:
             raise ValueError(f"num_games={num_games} must be at least 1")
         if not 1 <= history <= _MAX_HISTORY:
@@ -1423,6 +1435,7 @@ cdef class RolloutEvaluator:
     def __init__(self, RulesTables tables not None, *, str policy="greedy", double epsilon=0.1,
                  double temperature=1.0, int rollouts=1, bint decisive=False, int max_plies=0,
                  str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
+        _refuse_star(tables)
         if policy not in _ROLLOUT_POLICIES:
             raise ValueError(f"policy={policy!r}; valid: {sorted(_ROLLOUT_POLICIES)}")
         if cap_value not in ("draw", "advance"):

@@ -25,8 +25,8 @@ START_PERFT: dict[str, tuple[int, ...]] = {
     "small-6-6": (10, 100, 1720, 29584, 545004),
 }
 
-#: perft(d) of the star's start (RULES.md "The 121-hole star"), from the pure-Python reference
-#: only: the compiled engine does not play the star yet. Up to depth 7 no star2 rule can act (no
+#: perft(d) of the star's start (RULES.md "The 121-hole star"), from the pure-Python reference,
+#: and the compiled engine agrees (tests/test_star_core.py). Up to depth 7 no star2 rule can act (no
 #: piece reaches a goal, no position occurs a third time), so these are also the numbers under
 #: OpenSpiel's rules, and OpenSpiel's ``chinese_checkers`` agrees with every one of them
 #: (tests/test_star_openspiel.py).
