@@ -66,9 +66,19 @@ def _wrong_types(tp: Any) -> list[Any]:
         return ["x", 5, ["x"]]
     if origin is typing.Literal:
         return [5, "no-such-choice"]
-    if origin in (typing.Union, types.UnionType):
-        return [True, [1]]
+    if origin in (typing.Union, types.UnionType):  # values of none of the members' types
+        members = typing.get_args(tp)
+        pool = [True, 7, 0.5, "x", [1]]
+        return [v for v in pool if not any(_is_member(v, m) for m in members)]
     raise AssertionError(f"no wrong values known for {tp}: teach this test the new field type")
+
+
+def _is_member(value: Any, member: Any) -> bool:
+    if member is type(None):
+        return value is None
+    if member is int:  # a bool is no integer here, as in ccengine.fields
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(member) or member)
 
 
 def _bad_values(f: dataclasses.Field[Any], tp: Any) -> list[Any]:
@@ -121,7 +131,7 @@ def test_every_field_declares_a_check_and_refuses_bad_values(path, field, tp):
         ("run.progress_every_s=0", "run.progress_every_s: must be a number >= 1, got 0"),
         ("rules.max_plies=0", "rules.max_plies: must be an integer >= 1, got 0"),
         ("evaluation.gate.min_games=60", "evaluation.gate.min_games: must be at most games (20), got 60"),
-        ("preset=nosuch", "preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, small-N-k"),
+        ("preset=nosuch", "preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, star2, small-N-k"),
     ],
 )
 def test_the_attacks_bad_values_are_refused_when_the_config_loads(override, message):
@@ -146,7 +156,7 @@ def test_a_checkpointed_config_is_checked_too():
     "args,line",
     [
         (["--set", "network.history=-2"], "hopzero train: error: network.history: must be an integer in [1, 16], got -2"),
-        (["--preset", "nosuch"], "hopzero train: error: preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, "
+        (["--preset", "nosuch"], "hopzero train: error: preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, star2, "
                                  "small-N-k (N 4..6, k 1, 3, 6)"),
         (["--set", "rules=5"], "hopzero train: error: rules: must be a mapping, got 5"),
     ],
