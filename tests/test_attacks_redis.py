@@ -222,8 +222,9 @@ def test_a_bad_key_prefix_or_an_unreachable_redis_is_one_line_and_starts_nothing
     bad = run_train(tmp_path / "bad", "replay.key_prefix=two words", extra=("--redis-url", "redis://127.0.0.1:1/0"),
                     timeout=120)
     assert bad.returncode == 2 and bad.stdout == "", bad.stdout + bad.stderr
-    assert bad.stderr.strip() == ("hopzero train: error: replay.key_prefix='two words': "
-                                  "use 1-200 characters of A-Z a-z 0-9 _ . : -"), bad.stderr
+    assert bad.stderr.strip() == ("hopzero train: error: replay.key_prefix: must be empty or 1-200 characters of "
+                                  "A-Z a-z 0-9 _ . : -, got 'two words'"), bad.stderr
+    assert not (tmp_path / "bad").exists()  # refused as the config loads, before the run directory
 
     from hopzero.redis_server import free_port
     from hopzero.train import RunStartError, _claim_prefix

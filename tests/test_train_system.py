@@ -124,7 +124,7 @@ def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray,
     thread, result, run_id = _run_in_thread(config, run_dir, redis_url=redis_server.url)
 
     # A self-play actor killed: Ray restarts it and its games go on.
-    _wait_for(lambda: snapshots(run_dir) and snapshots(run_dir)[-1]["selfplay"]["games"] > 150, 60, "self-play")
+    _wait_for(lambda: snapshots(run_dir) and snapshots(run_dir)[-1]["selfplay"]["games"] > 150, 180, "self-play")
     ray.kill(ray.get_actor(f"{run_id}-actor-0"), no_restart=False)
     games_at_kill = snapshots(run_dir)[-1]["selfplay"]["games"]
     _wait_for(lambda: snapshots(run_dir)[-1]["restarts"] >= 1, 30, "the driver to restart the actor's loop")
