@@ -284,7 +284,8 @@ def load_weights_into(model: nn.Module, arrays: Mapping[str, np.ndarray]) -> Non
         if shapes:
             parts.append(f"wrong shape {len(shapes)}: {shapes[:5]}")
         raise ValueError("weights do not fit this network (different NetConfig?): " + "; ".join(parts))
-    state = {k: torch.as_tensor(np.asarray(arrays[k])).to(own[k].dtype) for k in own}
+    # A copy: weights from Ray's object store are read-only arrays, which torch cannot share.
+    state = {k: torch.tensor(np.asarray(arrays[k]), dtype=own[k].dtype) for k in own}
     model.load_state_dict(state, strict=True)
 
 
