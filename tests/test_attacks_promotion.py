@@ -31,6 +31,7 @@ from evaluator.service import EvaluatorService  # noqa: E402
 from hopzero.registry import ModelRegistry  # noqa: E402
 from learner.model import NetworkConfig, PolicyValueNet  # noqa: E402
 from learner.run_files import read_best, sha256_file  # noqa: E402
+from hostile_helpers import EXPLOITED, Exploit  # noqa: E402
 
 RULES = preset("cc49")
 NETWORK = NetworkConfig(size="tiny", encoding="general", history=3)
@@ -261,21 +262,6 @@ def test_the_evaluator_actor_killed_after_writing_best_json_does_not_roll_back(t
 
 
 # ---- damaged, foreign and hostile network files -------------------------------------------------
-
-
-EXPLOITED: list[str] = []
-
-
-def _exploit() -> str:
-    EXPLOITED.append("ran")
-    return "pwned"
-
-
-class Exploit:
-    """A pickled object that would run code when unpickled."""
-
-    def __reduce__(self):
-        return (_exploit, ())
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from learner.model import NetConfig, PolicyValueNet, save_net
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from learner.training import LearnerConfig, Trainer
+from hostile_helpers import EXPLOITED, Exploit
 
 TINY = NetConfig.for_rules("cc49", 7, "tiny")
 
@@ -170,21 +171,6 @@ def test_extra_must_be_plain_data(tmp_path):
 
 
 # ---- refusals -----------------------------------------------------------------------------------
-
-
-EXPLOITED: list[str] = []
-
-
-def _exploit() -> str:
-    EXPLOITED.append("ran")
-    return "pwned"
-
-
-class Exploit:
-    """A pickled object that would run code when unpickled."""
-
-    def __reduce__(self):
-        return (_exploit, ())
 
 
 def test_truncated_file_is_refused(tmp_path):

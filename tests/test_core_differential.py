@@ -17,6 +17,7 @@ from ccengine import _core
 from ccengine.reference import IllegalMoveError, ReferenceState
 from ccengine.reference import perft as reference_perft
 from ccengine.rules import PASS, Rules, preset
+from engine_helpers import scratch_hash
 
 PRESETS = ["cc49", "paper", "cc81", "small-4-1", "small-4-3", "small-5-6", "small-6-6"]
 
@@ -45,16 +46,6 @@ def _variants() -> list[Rules]:
 
 VARIANTS = _variants()
 VARIANT_IDS = [r.name for r in VARIANTS]
-
-
-def scratch_hash(state: _core.State) -> int:
-    """The Zobrist hash recomputed in Python from the published keys."""
-    tables = state.tables
-    h = tables.zobrist_side if state.to_move == 1 else 0
-    for cell, owner in enumerate(state.board):
-        if owner >= 0:
-            h ^= tables.zobrist(owner, cell)
-    return h
 
 
 def assert_same(fast: _core.State, ref: ReferenceState) -> None:

@@ -21,6 +21,7 @@ from ccengine.perft_data import STAR_START_PERFT
 from ccengine.reference import IllegalMoveError, ReferenceState
 from ccengine.rules import Rules, preset
 from test_cli import hopzero_command
+from engine_helpers import scratch_hash
 
 STAR2 = preset("star2")
 GEO = STAR2.geometry
@@ -31,16 +32,6 @@ VARIANTS = [
     STAR2.replace(goal_lock=False, win_rule="all_own", equal_turn=False, repetition=0, name="star2-openspiel"),
     STAR2.replace(repetition=2, max_plies=120, name="star2-rep2-120"),
 ]
-
-
-def scratch_hash(state: _core.State) -> int:
-    """The Zobrist hash recomputed in Python from the published keys."""
-    tables = state.tables
-    h = tables.zobrist_side if state.to_move == 1 else 0
-    for cell, owner in enumerate(state.board):
-        if owner >= 0:
-            h ^= tables.zobrist(owner, cell)
-    return h
 
 
 def assert_same(fast: _core.State, ref: ReferenceState) -> None:
