@@ -512,8 +512,8 @@ cdef bint _finishes_at_once(const Tables* t, const CState* s, int player) noexce
     return ((dest[0] & missing[0]) | (dest[1] & missing[1])) != 0
 
 
-cdef int _star_end(const Tables* t, const CState* s) noexcept nogil:
-    """The result by checks 1-4, 6 and 7 after a move (or of a given position), else RESULT_NONE."""
+cdef int _star_goal_end(const Tables* t, const CState* s) noexcept nogil:
+    """The result by checks 1-4 (goals filled, equal turns, anti-block), else RESULT_NONE."""
     cdef bint home0 = _all_home(t, s, 0), home1 = _all_home(t, s, 1)
     cdef int p
     if home0 and home1:
@@ -528,15 +528,31 @@ cdef int _star_end(const Tables* t, const CState* s) noexcept nogil:
         for p in range(2):
             if _goal_blocked(t, s, p):
                 return 1 if p == 0 else -1
+    return RESULT_NONE
+
+
+cdef int _star_end(const Tables* t, const CState* s) noexcept nogil:
+    """The result by checks 1-4, 6 and 7 after a move (or of a given position), else RESULT_NONE.
+
+    Check 6 (the move limit) is a draw, or scored by distance where the training-only option
+    ``adjudicate`` asks for it."""
+    cdef int result = _star_goal_end(t, s)
+    if result != RESULT_NONE:
+        return result
     # Check 5, repetition, would draw here: star_repetition_draw adds it with the history.
-    if s.ply >= t.max_plies or not _has_move(t, s):
+    if s.ply >= t.max_plies:
+        return _adjudicate(t, s)
+    if not _has_move(t, s):
         return 0
     return RESULT_NONE
 
 
 cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil:
-    """Check 5 after apply_move: a draw at the repetition-th occurrence (see _core.pxd)."""
-    if t.repetition and s.result == RESULT_NONE and occurrences >= t.repetition:
+    """Check 5 after apply_move: a draw at the repetition-th occurrence (see _core.pxd). It comes
+    before check 6, so it also overrides a move-limit result that distance adjudication gave."""
+    if not t.repetition or occurrences < t.repetition:
+        return
+    if s.result == RESULT_NONE or (t.adjudicate and s.ply >= t.max_plies and _star_goal_end(t, s) == RESULT_NONE):
         s.result = 0
 
 

@@ -42,7 +42,9 @@ from ccengine._core cimport (
     cell_owner,
     forward_distance,
     generate_moves,
+    star_repetition_draw,
 )
+from cpython.bytes cimport PyBytes_AS_STRING
 
 import numpy as np
 
@@ -127,6 +129,11 @@ cdef struct Tree:
     int32_t noised         # the root's priors already carry noise
     uint64_t rng
     int8_t* history        # [H][2][MAX_PIECES]: the root (h = 0) and the game's earlier states
+    # Repetition (rules with `repetition`, the star): the Zobrist hashes of the game's positions
+    # before the root, oldest first. A node's own path adds the rest (see _repetition_count).
+    uint64_t* seen
+    int32_t n_seen
+    int32_t cap_seen
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,10 +218,24 @@ cdef inline int _piece_id(int8_t[2][MAX_PIECES] pieces, int player, int k, int c
 cdef void _canonical(const Tables* t, const CState* s, int8_t[2][MAX_PIECES] out) noexcept nogil:
     """Canonical piece IDs of a position without history (docs/RULES.md "Piece identities").
 
-    Player 0: ``r - c`` descending, then ``c`` ascending. Player 1: ``c - r`` descending, then
-    ``c`` descending. Cells scanned in a key order, so the IDs come out sorted.
+    Rhombus: player 0 ``r - c`` descending, then ``c`` ascending; player 1 ``c - r`` descending,
+    then ``c`` descending. Star: player 0 by cell index ascending, player 1 descending (the image
+    of player 0's order under the 180-degree rotation ``i -> cells - 1 - i``). Cells are scanned
+    in key order, so the IDs come out sorted.
     """
     cdef int n = t.n, p, d, c, r, cell, j
+    if t.star:
+        for p in range(2):
+            j = 0
+            for c in range(t.cells):
+                cell = c if p == 0 else t.cells - 1 - c
+                if cell_owner(s, cell) == p and j < MAX_PIECES:
+                    out[p][j] = <int8_t>cell
+                    j += 1
+            while j < MAX_PIECES:
+                out[p][j] = -1
+                j += 1
+        return
     for p in range(2):
         j = 0
         for d in range(n - 1, -n, -1):        # d = r - c for player 0, c - r for player 1
@@ -267,8 +288,10 @@ cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history) noexce
     tr.nodes = <Node*>malloc(cap_nodes * sizeof(Node))
     tr.edges = <Edge*>malloc(cap_edges * sizeof(Edge))
     tr.history = <int8_t*>malloc(history * 2 * MAX_PIECES)
-    if tr.nodes == NULL or tr.edges == NULL or tr.history == NULL:
+    tr.seen = <uint64_t*>malloc(64 * sizeof(uint64_t))
+    if tr.nodes == NULL or tr.edges == NULL or tr.history == NULL or tr.seen == NULL:
         return -1
+    tr.cap_seen = 64
     tr.cap_nodes = cap_nodes
     tr.cap_edges = cap_edges
     memset(tr.history, -1, history * 2 * MAX_PIECES)
@@ -279,9 +302,11 @@ cdef void _tree_free(Tree* tr) noexcept nogil:
     free(tr.nodes)
     free(tr.edges)
     free(tr.history)
+    free(tr.seen)
     tr.nodes = NULL
     tr.edges = NULL
     tr.history = NULL
+    tr.seen = NULL
 
 
 cdef int _reserve_nodes(Tree* tr, int extra) noexcept nogil:
@@ -350,20 +375,37 @@ cdef inline void _push_history(Tree* tr, int history, int8_t[2][MAX_PIECES] piec
     memcpy(tr.history, pieces, block)
 
 
+cdef int _push_seen(Tree* tr, uint64_t h) noexcept nogil:
+    """Record a position of the game before the root (its hash); -1 when out of memory."""
+    cdef uint64_t* p
+    if tr.n_seen == tr.cap_seen:
+        p = <uint64_t*>realloc(tr.seen, 2 * tr.cap_seen * sizeof(uint64_t))
+        if p == NULL:
+            return -1
+        tr.seen = p
+        tr.cap_seen *= 2
+    tr.seen[tr.n_seen] = h
+    tr.n_seen += 1
+    return 0
+
+
+cdef int _occurrences_below(const Tree* tr, int x, uint64_t h) noexcept nogil:
+    """How often the position with hash h occurs in a child of node x, that child included:
+    once for itself, plus the path from x up to the root, plus the game before the root."""
+    cdef int count = 1, i
+    while x >= 0:
+        if tr.nodes[x].state.hash == h:
+            count += 1
+        x = tr.nodes[x].parent
+    for i in range(tr.n_seen):
+        if tr.seen[i] == h:
+            count += 1
+    return count
+
+
 # ---------------------------------------------------------------------------------------------
 # The forest
 # ---------------------------------------------------------------------------------------------
-
-
-cdef _refuse_star(RulesTables tables):
-    """The tree search plays the rhombus only: its nodes carry no repetition history yet, so on
-    the star they would miss star2's draw by repetition (RULES.md "Repetition in the compiled
-    engine")."""
-    if tables.t.star:
-        raise ValueError(
-            f"the tree search does not play the star yet ({tables.rules.name}): its nodes have no "
-            "repetition history; play the star with the baseline players"
-        )
 
 
 cdef class SearchForest:
@@ -396,6 +438,11 @@ cdef class SearchForest:
       moves, the descent plays what RULES.md's greedy player would (largest forward distance,
       then the least advanced piece, then at random) instead of the opponent's best reply, so
       the search computes a best response to greedy rather than to a perfect opponent.
+
+    Repetition (rules with ``repetition``, the star): the rule is applied exactly. A node whose
+    position occurs for the ``repetition``-th time, counting its path from the root and the
+    game before the root (the root ``State``'s own history, and each :meth:`advance`), is a
+    terminal draw. A node's path is fixed (the tree is a tree), so its status never changes.
 
     Ties in ``Q + U`` are broken uniformly at random with the tree's own random stream (seeded
     by :meth:`set_root`), so a game's search is the same whatever else shares its batch.
@@ -461,7 +508,6 @@ cdef class SearchForest:
         cdef int g
         if self.trees != NULL:
             raise RuntimeError("SearchForest.__init__ called twice")
-        _refuse_star(tables)
         if num_games < 1:
             raise ValueError(f"num_games={num_games} must be at least 1")
         if not 1 <= history <= _MAX_HISTORY:
@@ -571,6 +617,11 @@ cdef class SearchForest:
                 for p in range(2):
                     for j in range(self.k):
                         tr.history[(i * 2 + p) * MAX_PIECES + j] = h[i, p, j]
+        tr.n_seen = 0
+        if self.t.repetition:
+            for packed in state._history:
+                if _push_seen(tr, (<const CState*>PyBytes_AS_STRING(packed)).hash) != 0:
+                    raise MemoryError()
         tr.rng = _mix_seed(seed, 0x5EED)
         _tree_set_root(tr, &state.s, pieces)
 
@@ -609,6 +660,8 @@ cdef class SearchForest:
             if found < 0:
                 raise ValueError(f"move [{s}, {e}] is not legal at the root of game {g}")
             child = tr.edges[found].child
+        if self.t.repetition and _push_seen(tr, root.state.hash) != 0:
+            raise MemoryError()
         if reuse and child > 0 and tr.nodes[child].status != ST_TERMINAL:
             if self._compact(tr, child) != 0:
                 raise MemoryError()
@@ -617,6 +670,8 @@ cdef class SearchForest:
         st = root.state
         memcpy(pieces, root.pieces, sizeof(pieces))
         apply_move(self.t, &st, s, e)
+        if self.t.repetition:
+            star_repetition_draw(self.t, &st, _occurrences_below(tr, -1, st.hash))
         _move_piece(pieces, root.state.to_move, self.k, s, e)
         _tree_set_root(tr, &st, pieces)
         _push_history(tr, self.history, pieces)
@@ -857,6 +912,8 @@ cdef class SearchForest:
         ed = &tr.edges[e]
         ch.state = par.state
         apply_move(self.t, &ch.state, ed.s, ed.e)
+        if self.t.repetition:
+            star_repetition_draw(self.t, &ch.state, _occurrences_below(tr, x, ch.state.hash))
         memcpy(ch.pieces, par.pieces, sizeof(ch.pieces))
         _move_piece(ch.pieces, par.state.to_move, self.k, ed.s, ed.e)
         ch.parent = x
@@ -1435,7 +1492,6 @@ cdef class RolloutEvaluator:
     def __init__(self, RulesTables tables not None, *, str policy="greedy", double epsilon=0.1,
                  double temperature=1.0, int rollouts=1, bint decisive=False, int max_plies=0,
                  str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
-        _refuse_star(tables)
         if policy not in _ROLLOUT_POLICIES:
             raise ValueError(f"policy={policy!r}; valid: {sorted(_ROLLOUT_POLICIES)}")
         if cap_value not in ("draw", "advance"):

@@ -236,7 +236,8 @@ def star_end(
     (player 0 wins, ``all_home``, unless ``equal_turn`` and player 1, to move, can finish at
     once: ``equal_turn`` draw); player 1 home (``all_home``); anti-block with ``win_rule`` filled,
     player 0 first (``anti_block``); the ``repetition``-th occurrence of the position
-    (``occurrences`` counts this one; draw, ``repetition``); ``max_plies`` (draw); the side to move
+    (``occurrences`` counts this one; draw, ``repetition``); ``max_plies`` (draw, or scored by
+    distance under the training-only ``adjudicate``); the side to move
     has no legal move (draw, ``no_move``). ``result`` is +1 / 0 / -1 from player 0's side.
     """
     geo = rules.geometry
@@ -256,7 +257,7 @@ def star_end(
     if rules.repetition and occurrences >= rules.repetition:
         return 0, "repetition"
     if ply >= rules.max_plies:
-        return 0, "max_plies"
+        return adjudicate(rules, board), "max_plies"
     if not legal_moves(rules, board, to_move):
         return 0, "no_move"
     return None

@@ -98,7 +98,9 @@ class Rules:
     ``"chain"`` (star only, the CCERL rule): every landing of a piece that stands in its goal, each
     hop of a chain included, must be a goal cell. ``False``: off."""
     adjudicate: str = checked("none", choices=_ADJUDICATE)
-    """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``."""
+    """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``.
+    On the star it is a training-only change of check 6 (the move limit); a third repetition
+    still draws first."""
     distance_margin: int = checked(3, ge=0)
     """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
     progress_limit: int = checked(0, ge=0)
@@ -155,8 +157,8 @@ class Rules:
             raise RulesError(f"players={self.players}: only the two-player star is implemented so far")
         if self.hops != "adjacent":
             raise RulesError(f"hops={self.hops!r}: the star has adjacent hops only")
-        if self.adjudicate != "none" or self.progress_limit != 0:
-            raise RulesError("adjudicate and progress_limit are rhombus options; the star needs 'none' and 0")
+        if self.progress_limit != 0:
+            raise RulesError("progress_limit is a rhombus option; the star needs 0")
         if self.repetition == 1:
             raise RulesError(f"repetition={self.repetition} must be 0 (off) or at least 2")
 

@@ -31,6 +31,8 @@ VARIANTS = [
     STAR2.replace(goal_lock=True, name="star2-destination-lock"),
     STAR2.replace(goal_lock=False, win_rule="all_own", equal_turn=False, repetition=0, name="star2-openspiel"),
     STAR2.replace(repetition=2, max_plies=120, name="star2-rep2-120"),
+    # the training-only distance adjudication of the move limit, and its order against repetition
+    STAR2.replace(adjudicate="distance", distance_margin=0, max_plies=120, name="star2-distance-120"),
 ]
 
 
@@ -262,17 +264,6 @@ def test_perft_command_runs_on_the_compiled_engine():
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"preset": "star2", "perft": list(STAR_START_PERFT["star2"])}
-
-
-def test_the_tree_search_refuses_the_star_clearly():
-    # Its nodes would play on without star2's draw by repetition (they carry no history).
-    from ccengine._search import RolloutEvaluator, SearchForest
-
-    tables = _core.tables_for(STAR2)
-    with pytest.raises(ValueError, match="tree search does not play the star yet"):
-        SearchForest(tables, 1)
-    with pytest.raises(ValueError, match="tree search does not play the star yet"):
-        RolloutEvaluator(tables)
 
 
 @pytest.mark.parametrize(

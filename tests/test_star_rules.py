@@ -164,7 +164,7 @@ def test_star2_is_ccerl_2p10_v2():
         ("star2", {"players": 3}, "only the two-player star"),
         ("star2", {"hops": "mirror"}, "adjacent hops only"),
         ("star2", {"repetition": 1}, "at least 2"),
-        ("star2", {"progress_limit": 50}, "rhombus options"),
+        ("star2", {"progress_limit": 50}, "rhombus option"),
     ],
 )
 def test_bad_star_options_name_the_problem(base, changes, words):
