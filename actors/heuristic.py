@@ -63,18 +63,17 @@ def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[li
     """
     if len(moves) == 1 and tuple(moves[0]) == PASS:
         return [], [0]
-    diag = rules.geometry.diag
-    sign = 1 if player == 0 else -1
+    advance = rules.geometry.advances[player]   # psi of (s, e) is advance[e] - advance[s], any board
     best_psi = None
     best: list[int] = []
     for i, (s, e) in enumerate(moves):
-        psi = sign * (diag[s] - diag[e])
+        psi = advance[e] - advance[s]
         if best_psi is None or psi > best_psi:
             best_psi, best = psi, [i]
         elif psi == best_psi:
             best.append(i)
-    last = max(sign * diag[moves[i][0]] for i in best)
-    chosen_from = [i for i in best if sign * diag[moves[i][0]] == last]
+    last = min(advance[moves[i][0]] for i in best)
+    chosen_from = [i for i in best if advance[moves[i][0]] == last]
     return best, chosen_from
 
 
