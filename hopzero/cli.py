@@ -127,7 +127,7 @@ def _add_preset(p: argparse.ArgumentParser) -> None:
         type=_preset_arg,
         default=preset("cc49"),
         metavar="P",
-        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), star2 (no search or training yet)",
+        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), star2 (the 121-hole star, CCERL-2P10-v2)",
     )
 
 

@@ -166,13 +166,17 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     p.add_argument("--games", type=kit.int_at_least(1), default=128, metavar="G", help="concurrent games (default 128)")
     p.add_argument("--sims", type=kit.int_at_least(1), default=175, metavar="S", help="simulations per move (default 175)")
     p.add_argument("--seconds", type=kit.positive, default=20.0, metavar="SEC", help="self-play time (default 20)")
-    p.add_argument("--encoding", choices=("paper", "general"), default="paper", help="network input (default paper)")
+    p.add_argument(
+        "--encoding", choices=("paper", "general"), default=None,
+        help="network input (default paper; general on the star, which has no paper encoding)",
+    )
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
     r = bench_selfplay(
-        args.preset, games=args.games, simulations=args.sims, seconds=args.seconds, encoding=args.encoding, seed=args.seed
+        args.preset, games=args.games, simulations=args.sims, seconds=args.seconds, seed=args.seed,
+        encoding=args.encoding or ("general" if args.preset.is_star else "paper"),
     )
     text = (
         f"{r.sims_per_s_per_core:,.0f} simulations/s on one core ({r.games} games, batch "
