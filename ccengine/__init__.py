@@ -5,6 +5,7 @@ class through :func:`new_state` / :func:`state_class`, which also name the pure-
 ``reference`` engine kept as the test oracle.
 """
 
+from .alphabeta import AlphaBetaPlayer  # registers alphabeta
 from .encoding import ENCODINGS, Encoding, PieceTracker, canonical_ids, encoding_for, policy_size
 from .engines import ENGINES, EngineError, new_state, state_class
 from .notation import (
@@ -27,6 +28,7 @@ from .search_player import SearchPlayer  # registers mcts-rollout
 from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
 __all__ = [
+    "AlphaBetaPlayer",
     "ENCODINGS",
     "ENGINES",
     "PASS",
