@@ -35,6 +35,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from ccengine._core cimport (
+    MAX_CELLS,
     MAX_MOVES,
     RESULT_NONE,
     CState,
@@ -88,7 +89,7 @@ cdef struct Ctx:
     uint64_t tt_mask
     uint16_t generation
     int evaluation
-    int goal_front[2]       # smallest advance of a goal cell, per player
+    int goal_dist[2][MAX_CELLS]  # steps from each cell to the player's nearest goal cell
     int root_ply
     uint64_t nodes
     # repetition: the game's earlier positions (open addressing, 0 = empty) and the search path
@@ -120,7 +121,7 @@ cdef extern from *:
 cdef int _side_value(const Ctx* c, const CState* s, int p) noexcept nogil:
     """One player's term: see _evaluate."""
     cdef const Tables* t = c.t
-    cdef int word, cell, adv, behind, total = 0, in_goal = 0, lag = 0
+    cdef int word, cell, behind, total = 0, in_goal = 0, lag = 0
     cdef uint64_t w
     for word in range(2):
         w = s.bb[p][word]
@@ -128,11 +129,9 @@ cdef int _side_value(const Ctx* c, const CState* s, int p) noexcept nogil:
         while w:
             cell = 64 * word + _ctz(w)
             w &= w - 1
-            adv = t.advance[p][cell]
-            total += adv
-            behind = c.goal_front[p] - adv
-            if behind > 0:
-                lag += behind * behind
+            total += t.advance[p][cell]
+            behind = c.goal_dist[p][cell]
+            lag += behind * behind
     if c.evaluation == EVAL_ADVANCE:
         return total
     return W_ADVANCE * total + W_GOAL * in_goal - lag
@@ -143,10 +142,11 @@ cdef inline int _evaluate(const Ctx* c, const CState* s) noexcept nogil:
 
     ``advance``: a player's term is its pieces' total advance (rows ahead of its home's tip, the
     quantity of distance adjudication). ``distance`` (default): ``16 * advance + 8 * pieces in
-    goal - sum of behind^2``, where ``behind`` is how many rows a piece still has to go to reach
-    the goal's nearest row: the square weighs the pieces left behind most, so the search brings
-    the last ones along instead of parking them at home (where on star2 they would also block
-    the other side's goal to no end).
+    goal - sum of steps^2``, where ``steps`` is how many single steps a piece is from the nearest
+    cell of its goal (0 inside): the square weighs the pieces left behind most, so the search
+    brings the last ones along instead of parking them at home (where on star2 they would also
+    block the other side's goal to no end), and ``steps`` also counts sideways, which rows do
+    not, so a last piece beside the goal walks to its door.
     """
     return _side_value(c, s, s.to_move) - _side_value(c, s, 1 - s.to_move)
 
@@ -281,6 +281,36 @@ cdef int _negamax(Ctx* c, const CState* s, int depth, int alpha, int beta, int d
     return best
 
 
+cdef void _goal_distances(const Tables* t, int p, int* out) noexcept nogil:
+    """Breadth-first search from the player's goal over single steps: ``out[cell]`` is the number
+    of steps from ``cell`` to the nearest goal cell (a cell off the board keeps 0)."""
+    cdef int queue[MAX_CELLS]
+    cdef int head = 0, tail = 0, i, j, w
+    cdef uint64_t bits
+    for i in range(MAX_CELLS):
+        out[i] = -1
+    for i in range(t.cells):
+        if (t.goal[p][i >> 6] >> (i & 63)) & 1:
+            out[i] = 0
+            queue[tail] = i
+            tail += 1
+    while head < tail:
+        i = queue[head]
+        head += 1
+        for w in range(2):
+            bits = t.nbr[i][w]
+            while bits:
+                j = 64 * w + _ctz(bits)
+                bits &= bits - 1
+                if out[j] < 0:
+                    out[j] = out[i] + 1
+                    queue[tail] = j
+                    tail += 1
+    for i in range(MAX_CELLS):
+        if out[i] < 0:
+            out[i] = 0
+
+
 def game_hashes(State state not None) -> list:
     """Zobrist hashes of the positions before ``state`` in its game (its undo history), oldest
     first; the current position is not included."""
@@ -309,7 +339,7 @@ cdef class AlphaBetaSearch:
         self.ctx.seen_counts = NULL
 
     def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance"):
-        cdef int p, i, front
+        cdef int p
         if not 10 <= tt_bits <= 26:
             raise ValueError(f"tt_bits={tt_bits} must be in 10..26")
         if evaluation not in EVALUATIONS:
@@ -325,11 +355,7 @@ cdef class AlphaBetaSearch:
         self.ctx.tt_mask = (<uint64_t>1 << tt_bits) - 1
         self.ctx.generation = 0
         for p in range(2):
-            front = 1 << 20
-            for i in range(tables.t.cells):
-                if (tables.t.goal[p][i >> 6] >> (i & 63)) & 1 and tables.t.advance[p][i] < front:
-                    front = tables.t.advance[p][i]
-            self.ctx.goal_front[p] = front
+            _goal_distances(&tables.t, p, self.ctx.goal_dist[p])
 
     def __dealloc__(self):
         free(self.ctx.tt)
