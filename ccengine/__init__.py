@@ -28,11 +28,11 @@ from .search_player import SearchPlayer  # registers mcts-rollout
 from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
 __all__ = [
-    "AlphaBetaPlayer",
     "ENCODINGS",
     "ENGINES",
     "PASS",
     "PRESET_NAMES",
+    "AlphaBetaPlayer",
     "Encoding",
     "EngineError",
     "Geometry",

@@ -13,6 +13,7 @@ table's size as a power of two, 10..26, default 18).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -118,7 +119,7 @@ class AlphaBetaPlayer:
                 break
         boards.reverse()
         root = self._state_class(self.rules, list(boards[0]), past.to_move, past.ply)
-        for before, after in zip(boards, boards[1:]):
+        for before, after in itertools.pairwise(boards):
             root.play(_move_between(before, after))
         return root, None
 
