@@ -5,6 +5,7 @@ class through :func:`new_state` / :func:`state_class`, which also name the pure-
 ``reference`` engine kept as the test oracle.
 """
 
+from .alphabeta import AlphaBetaPlayer  # registers alphabeta
 from .encoding import ENCODINGS, Encoding, PieceTracker, canonical_ids, encoding_for, policy_size
 from .engines import ENGINES, EngineError, new_state, state_class
 from .notation import (
@@ -31,6 +32,7 @@ __all__ = [
     "ENGINES",
     "PASS",
     "PRESET_NAMES",
+    "AlphaBetaPlayer",
     "Encoding",
     "EngineError",
     "Geometry",

@@ -235,7 +235,9 @@ def _cmd_perft(args: argparse.Namespace) -> int:
 def _add_match(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match between two players (seed protocol)")
     _add_preset(p)
-    p.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, mcts:model=PATH,sims=S")
+    p.add_argument(
+        "--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S"
+    )
     p.add_argument("--b", required=True, metavar="SPEC", help="player B")
     p.add_argument("--games", type=_int_arg(1, MATCH_MAX_GAMES), default=100, metavar="N", help="games (default 100)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="match seed (default 0)")

@@ -44,6 +44,10 @@ CASES = {
          "--serial-games", "2", "--seed", "1"),
         {"modes", "speedup", "parameters", "sims", "size"},
     ),
+    "alphabeta": (
+        ("--preset", "small-5-6", "--depths", "1,2", "--count", "4", "--seed", "1"),
+        {"results", "positions", "preset"},
+    ),
 }
 
 

@@ -1,0 +1,162 @@
+"""The classical baseline: ``alphabeta:depth=D``, an alpha-beta search in C (``ccengine._alphabeta``).
+
+Negamax with alpha-beta, principal variation search, iterative deepening to ``depth`` plies, a
+transposition table, moves ordered by the table's move and then by forward distance (greedy's
+order), and a distance evaluation (docs/ARCHITECTURE.md "alphabeta"). It plays every preset, the
+star with its draw by repetition (docs/RULES.md "Repetition in the search"). Deterministic: the
+same position and game history give the same move, whatever came before.
+
+Options of the SPEC: ``depth`` (1..12, default 3), ``eval`` (``distance``, the default, or
+``advance``: the bare difference of the players' total advance), ``tt`` (the transposition
+table's size as a power of two, 10..26, default 18).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from .notation import parse_int
+from .players import SeedLike, register_player
+from .rules import PASS, Rules
+
+__all__ = ["DEFAULT_DEPTH", "AlphaBetaPlayer", "SearchOutcome"]
+
+Move = tuple[int, int]
+#: Depth of ``alphabeta`` without ``depth=``.
+DEFAULT_DEPTH = 3
+#: Evaluation units squashed to a value in (-1, 1) by ``tanh(score / VALUE_SCALE)`` for ``analyze``
+#: (16 units are one row of advance under the ``distance`` evaluation).
+VALUE_SCALE = 400.0
+
+
+class SearchOutcome(tuple):
+    """``(move, score, nodes)`` of one search (a plain tuple with names)."""
+
+    __slots__ = ()
+
+    @property
+    def move(self) -> Move:
+        return self[0]
+
+    @property
+    def score(self) -> int:
+        return self[1]
+
+    @property
+    def nodes(self) -> int:
+        return self[2]
+
+
+class AlphaBetaPlayer:
+    """``alphabeta:depth=D``: the best move of a depth-D alpha-beta search (see the module)."""
+
+    judges_positions = True
+
+    def __init__(
+        self, rules: Rules, seed: SeedLike = None, *, depth: int = DEFAULT_DEPTH, eval: str = "distance", tt: int = 18
+    ) -> None:
+        from ._alphabeta import EVALUATIONS, MAX_DEPTH, AlphaBetaSearch
+        from ._core import State, tables_for
+
+        if not 1 <= depth <= MAX_DEPTH:
+            raise ValueError(f"depth={depth} must be in 1..{MAX_DEPTH}")
+        if eval not in EVALUATIONS:
+            raise ValueError(f"eval={eval!r} is unknown; valid: {', '.join(EVALUATIONS)}")
+        self.rules = rules
+        self.name = "alphabeta"
+        self.depth = depth
+        self._tables = tables_for(rules)
+        self._state_class = State
+        self._search = AlphaBetaSearch(self._tables, tt_bits=tt, evaluation=eval)
+        #: Nodes searched over the player's life (for throughput figures).
+        self.nodes = 0
+        self.searches = 0
+
+    def reset(self, seed: SeedLike = None) -> None:
+        """A new game: nothing to forget (each search starts afresh; the seed is not used)."""
+
+    def think(self, state: Any, depth: int | None = None) -> SearchOutcome:
+        """Search ``state`` (either engine's, not finished) to ``depth`` (the player's by default)."""
+        root, history = self._compiled(state)
+        move, score, nodes = self._search.search(root, self.depth if depth is None else depth, history)
+        self.nodes += nodes
+        self.searches += 1
+        return SearchOutcome((PASS if move[0] < 0 else move, score, nodes))
+
+    def select(self, state: Any) -> Move:
+        """The search's best move."""
+        return self.think(state).move
+
+    def analyze(self, state: Any) -> tuple[float, list[tuple[Move, float]]]:
+        """``(value, [(best move, 1.0)])``: the score squashed to (-1, 1), +-1 for a proven result."""
+        from ._alphabeta import MATE, MAX_DEPTH
+
+        outcome = self.think(state)
+        if abs(outcome.score) >= MATE - MAX_DEPTH:
+            value = math.copysign(1.0, outcome.score)
+        else:
+            value = math.tanh(outcome.score / VALUE_SCALE)
+        return value, [(outcome.move, 1.0)]
+
+    def _compiled(self, state: Any) -> tuple[Any, list[int] | None]:
+        """The compiled state to search and the hashes of the game's earlier positions (None:
+        the compiled state's own undo history holds them)."""
+        if isinstance(state, self._state_class):
+            return state, None
+        from .search_player import _move_between
+
+        # A reference-engine state: replay its game (as far as its undo history reaches) on the
+        # compiled engine, so that ply, progress and repetition history carry over.
+        boards = []
+        past = state.copy()
+        while True:
+            boards.append(tuple(past.board))
+            try:
+                past.undo()
+            except ValueError:
+                break
+        boards.reverse()
+        root = self._state_class(self.rules, list(boards[0]), past.to_move, past.ply)
+        for before, after in itertools.pairwise(boards):
+            root.play(_move_between(before, after))
+        return root, None
+
+    def __repr__(self) -> str:
+        return f"AlphaBetaPlayer({self.name!r}, {self.rules.name}, depth={self.depth})"
+
+
+def _depth(text: str) -> int:
+    from ._alphabeta import MAX_DEPTH
+
+    return parse_int(text, "", minimum=1, maximum=MAX_DEPTH)
+
+
+_depth.__name__ = "a depth in 1..12"
+
+
+def _tt_bits(text: str) -> int:
+    return parse_int(text, "", minimum=10, maximum=26)
+
+
+_tt_bits.__name__ = "a table size 10..26 (log2 of entries)"
+
+
+def _evaluation(text: str) -> str:
+    from ._alphabeta import EVALUATIONS
+
+    if text not in EVALUATIONS:
+        raise ValueError(f"valid: {', '.join(EVALUATIONS)}")
+    return text
+
+
+_evaluation.__name__ = "an evaluation (distance, advance)"
+
+
+register_player(
+    "alphabeta",
+    AlphaBetaPlayer,
+    options={"depth": _depth, "eval": _evaluation, "tt": _tt_bits},
+    description="alpha-beta search (PVS, iterative deepening, transposition table), distance evaluation",
+)
