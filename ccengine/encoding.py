@@ -20,18 +20,35 @@ Conventions shared with the search and the learner (fixed project-wide):
   for the ``general`` encoding (see :func:`encode_general` for why). The pass has no index (-1):
   it is legal only as the sole move, so the search needs no prior for it.
 
-Plane layout is batch-first and planes-first, ``(B, C, n, n)`` float32, as PyTorch's ``Conv2d``
-wants; element ``[b, ch, r, c]`` is cell ``(r, c)``.
+Plane layout is batch-first and planes-first, ``(B, C, side, side)`` float32, as PyTorch's
+``Conv2d`` wants. On the rhombus ``side = n`` and element ``[b, ch, r, c]`` is cell ``(r, c)``.
+
+The 121-hole star (``rules.is_star``; only the ``general`` encoding) is drawn on the 17 x 17 axial
+square that holds it (:func:`plane_side`, :func:`plane_cells`): cell ``(q, r)`` is element
+``[r + 8, q + 8]``. The six hex directions ``(dq, dr)`` are then six of the eight 3 x 3
+neighbours (all but ``(1, 1)`` and ``(-1, -1)``), as on the rhombus, so the same convolutional
+network reads both boards. The 168 elements off the star are 0 in every plane; the last plane,
+all 1 on the rhombus, is the on-board mask (1 on the 121 cells), so the network can tell the
+board's edge from an empty cell. Star specifics of the conventions above:
+
+- canonical IDs: player 0's pieces in ascending cell index (its home's tip, cell 0, first),
+  player 1's in descending cell index;
+- the 180-degree rotation ``(q, r) -> (-q, -r)`` is ``i -> cells - 1 - i`` = ``120 - i`` (cells
+  are sorted by ``r`` then ``q`` and the star is centrally symmetric), so :func:`view_cells`
+  serves both boards, and the two canonical orders are again each other's rotation;
+- policy size ``k * cells = 10 * 121 = 1210``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from .rules import PASS, Rules
+from .star import StarGeometry
 
 __all__ = [
     "ENCODINGS",
@@ -45,6 +62,8 @@ __all__ = [
     "general_planes",
     "index_moves",
     "paper_planes",
+    "plane_cells",
+    "plane_side",
     "policy_indices",
     "policy_size",
     "view_cells",
@@ -58,6 +77,10 @@ PIECE_DTYPE = np.int16
 #: History length of the seed paper's input (its "3 nearest past game states").
 PAPER_HISTORY = 3
 
+_PAPER_ON_STAR = (
+    "the paper encoding is the seed paper's rhombus input; the star ({name}) has the general encoding only"
+)
+
 
 # ---------------------------------------------------------------------------------------------
 # Piece IDs
@@ -67,29 +90,91 @@ PAPER_HISTORY = 3
 def canonical_ids(rules: Rules, board: Sequence[int] | np.ndarray) -> np.ndarray:
     """Canonical piece list ``(2, k)`` of a board: ``[p, j]`` = cell of piece ID ``j`` of player p.
 
-    Player 0 sorted by ``(r - c)`` descending then ``c`` ascending (its home tip first, row by row
-    towards the goal); player 1 by ``(c - r)`` descending then ``c`` descending (the same order
-    seen from the other side). Raises ``ValueError`` if a player does not have exactly k pieces.
+    Rhombus: player 0 sorted by ``(r - c)`` descending then ``c`` ascending (its home tip first,
+    row by row towards the goal); player 1 by ``(c - r)`` descending then ``c`` descending (the
+    same order seen from the other side). Star: player 0 in ascending cell index, player 1 in
+    descending cell index (the image of player 0's order under the rotation ``i -> cells - 1 - i``).
+    Raises ``ValueError`` if a player does not have exactly k pieces.
     """
     n, k = rules.n, rules.k
     board = np.asarray(board)
+    if board.shape != (rules.cells,):
+        raise ValueError(f"board has shape {board.shape}, the {rules.name} rules need ({rules.cells},)")
     out = np.empty((2, k), dtype=PIECE_DTYPE)
-    keys = {
-        0: lambda i: (-(i // n - i % n), i % n),
-        1: lambda i: (-(i % n - i // n), -(i % n)),
-    }
+    if rules.is_star:
+        keys: dict[int, Callable[[int], object]] = {0: lambda i: i, 1: lambda i: -i}
+    else:
+        keys = {
+            0: lambda i: (-(i // n - i % n), i % n),
+            1: lambda i: (-(i % n - i // n), -(i % n)),
+        }
     for p in (0, 1):
         cells = [int(i) for i in np.flatnonzero(board == p)]
         if len(cells) != k:
             raise ValueError(f"player {p} has {len(cells)} pieces on the board, the rules need {k}")
-        out[p] = sorted(cells, key=keys[p])
+        out[p] = sorted(cells, key=keys[p])  # type: ignore[arg-type]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The planes' grid
+# ---------------------------------------------------------------------------------------------
+
+
+def plane_side(rules: Rules) -> int:
+    """Side of the square input planes: ``n`` on the rhombus, ``4t + 1`` (17) on the star."""
+    geometry = rules.geometry
+    if isinstance(geometry, StarGeometry):
+        return 4 * geometry.t + 1
+    return rules.n
+
+
+@lru_cache(maxsize=16)
+def _star_plane_cells(geometry: StarGeometry) -> np.ndarray:
+    side, mid = 4 * geometry.t + 1, 2 * geometry.t
+    table = np.array([(r + mid) * side + (q + mid) for q, r in geometry.coords], dtype=np.int64)
+    table.setflags(write=False)
+    return table
+
+
+@lru_cache(maxsize=16)
+def _rhombus_plane_cells(n: int) -> np.ndarray:
+    table = np.arange(n * n, dtype=np.int64)
+    table.setflags(write=False)
+    return table
+
+
+def plane_cells(rules: Rules) -> np.ndarray:
+    """``(cells,)`` int64, read-only: the flat element ``row * side + col`` of each cell in a plane.
+
+    The identity on the rhombus; on the star, cell ``(q, r)`` -> ``(r + 2t) * side + (q + 2t)``.
+    """
+    geometry = rules.geometry
+    if isinstance(geometry, StarGeometry):
+        return _star_plane_cells(geometry)
+    return _rhombus_plane_cells(rules.n)
+
+
+def _on_plane(rules: Rules, cells: np.ndarray) -> np.ndarray:
+    """Cells -> flat plane elements (``-1`` kept); the identity on the rhombus."""
+    if not rules.is_star:
+        return cells
+    return np.where(cells >= 0, plane_cells(rules)[np.where(cells >= 0, cells, 0)], cells)
+
+
+def _board_mask(rules: Rules) -> np.ndarray:
+    """``(side * side,)`` float32: 1 on the board's cells, 0 elsewhere (all 1 on the rhombus)."""
+    side = plane_side(rules)
+    mask = np.zeros(side * side, dtype=np.float32)
+    mask[plane_cells(rules)] = 1.0
+    return mask
 
 
 def view_cells(rules: Rules, cells: np.ndarray, rotate: np.ndarray | bool) -> np.ndarray:
     """Map absolute cells to the network's frame: ``cells - 1 - i`` where ``rotate``, else ``i``.
 
-    ``-1`` (missing) stays ``-1``. ``rotate`` broadcasts against ``cells``. The rotation is an
+    This is the 180-degree rotation on both boards (on the star ``(q, r) -> (-q, -r)``). ``-1``
+    (missing) stays ``-1``. ``rotate`` broadcasts against ``cells``. The rotation is an
     involution, so the same call maps the network's frame back to absolute cells.
     """
     cells = np.asarray(cells)
@@ -319,6 +404,8 @@ def encode_paper(
     Layout: ours is planes-first, ``ours[b, ch, r, c] == paper[r, c, ch]`` (the paper's Keras
     code stores ``(n, n, C)``); the plane order is the paper's.
     """
+    if rules.is_star:
+        raise ValueError(_PAPER_ON_STAR.format(name=rules.name))
     pieces, tm = _batch(rules, pieces, to_move)
     bsz, cells, k = pieces.shape[0], rules.cells, rules.k
     n_planes = paper_planes(rules, history)
@@ -340,41 +427,50 @@ def encode_general(
     out: np.ndarray | None = None,
     history: int = 3,
 ) -> np.ndarray:
-    """Input of hopzero's own network, for any preset (any n, k).
+    """Input of hopzero's own network, for any preset (any n, k, and the star).
 
     ``pieces`` ``(B, H, 2, k)`` int, ``to_move`` ``(B,)`` or scalar; returns (or fills ``out``)
-    float32 ``(B, 2 * history + k + 2, n, n)`` (14 planes on cc49, 18 on cc81):
+    float32 ``(B, 2 * history + k + 2, side, side)`` (14 planes on cc49, 18 on cc81 and on the
+    star; ``side`` is :func:`plane_side`, 17 on the star, see the module docstring for its grid):
 
     - planes ``2h`` / ``2h + 1``, ``h < history``: occupancy (0/1) of the side to move's /
       the opponent's pieces ``h`` plies ago; zero where that state is missing.
     - planes ``2 * history + j``, ``j < k``: one-hot cell of the side to move's piece ID ``j``
       now. The policy is indexed by piece ID, so the network must see which piece has which ID;
       occupancy alone cannot tell it once pieces have changed places.
-    - plane ``2 * history + k``: all 1 when player 1 is to move (who moved first matters for the
-      ply limit and tempo); last plane: all 1 (marks the board inside the convolutions' zero
-      padding).
+    - plane ``2 * history + k``: 1 on every cell when player 1 is to move (who moved first
+      matters for the ply limit and tempo); last plane: 1 on every cell, the on-board mask (marks
+      the board inside the convolutions' zero padding, and on the star the board's edge inside
+      the 17 x 17 square). Elements off the star are 0 in every plane.
 
     Perspective: when player 1 is to move, every plane is rotated 180 degrees (cell ``i`` ->
     ``cells - 1 - i``), and so is the destination in the policy index (``Encoding.rotate``).
     The rotation swaps the two homes, and the canonical IDs of a rotated player 1 are player 0's,
-    so the side to move always sees itself starting bottom-left and racing to the top-right
-    corner: one pattern to learn instead of two, the usual AlphaZero choice. The rotation
-    commutes with the home-preserving reflection, so symmetry augmentation is unchanged.
+    so the side to move always sees itself starting in the same corner (bottom-left on the
+    rhombus, the north point on the star) and racing to the opposite one: one pattern to learn
+    instead of two, the usual AlphaZero choice. The rotation commutes with the home-preserving
+    reflection, so symmetry augmentation is unchanged.
     """
     pieces, tm = _batch(rules, pieces, to_move)
-    bsz, cells, k = pieces.shape[0], rules.cells, rules.k
+    bsz, k = pieces.shape[0], rules.k
     n_planes = general_planes(rules, history)
-    out = _buffer(out, (bsz, n_planes, rules.n, rules.n))
-    flat = out.reshape(bsz, n_planes, cells)
+    side = plane_side(rules)
+    out = _buffer(out, (bsz, n_planes, side, side))
+    flat = out.reshape(bsz, n_planes, side * side)
     rows = np.arange(bsz)
     rotate = (tm == 1)[:, None]
     for h in range(min(history, pieces.shape[1])):
-        _scatter(flat, 2 * h, view_cells(rules, pieces[rows, h, tm], rotate), 1.0)
-        _scatter(flat, 2 * h + 1, view_cells(rules, pieces[rows, h, 1 - tm], rotate), 1.0)
-    own_now = view_cells(rules, pieces[rows, 0, tm], rotate)
+        _scatter(flat, 2 * h, _on_plane(rules, view_cells(rules, pieces[rows, h, tm], rotate)), 1.0)
+        _scatter(flat, 2 * h + 1, _on_plane(rules, view_cells(rules, pieces[rows, h, 1 - tm], rotate)), 1.0)
+    own_now = _on_plane(rules, view_cells(rules, pieces[rows, 0, tm], rotate))
     _scatter(flat, 2 * history + np.arange(k), own_now, 1.0)
-    flat[:, 2 * history + k, :] = (tm == 1)[:, None]
-    flat[:, 2 * history + k + 1, :] = 1.0
+    if rules.is_star:
+        mask = _board_mask(rules)
+        flat[:, 2 * history + k, :] = (tm == 1)[:, None] * mask
+        flat[:, 2 * history + k + 1, :] = mask
+    else:  # every element is a cell
+        flat[:, 2 * history + k, :] = (tm == 1)[:, None]
+        flat[:, 2 * history + k + 1, :] = 1.0
     return out
 
 
@@ -411,7 +507,7 @@ ENCODINGS: dict[str, EncodingSpec] = {
 
 
 def policy_size(rules: Rules) -> int:
-    """Length of the policy vector: ``k * cells`` (294 on the seed board)."""
+    """Length of the policy vector: ``k * cells`` (294 on the seed board, 1210 on the star)."""
     return rules.k * rules.cells
 
 
@@ -442,19 +538,20 @@ class Encoding:
 
     @property
     def input_shape(self) -> tuple[int, int, int]:
-        """Shape of one encoded position, ``(C, n, n)``."""
-        return (self.in_planes, self.rules.n, self.rules.n)
+        """Shape of one encoded position, ``(C, side, side)`` (``side``: :func:`plane_side`)."""
+        side = plane_side(self.rules)
+        return (self.in_planes, side, side)
 
     def encode(self, pieces: np.ndarray, to_move: np.ndarray | int, out: np.ndarray | None = None) -> np.ndarray:
-        """Planes ``(B, C, n, n)`` float32 of piece lists ``(B, H, 2, k)`` and ``to_move`` ``(B,)``."""
+        """Planes ``(B, C, side, side)`` float32 of piece lists ``(B, H, 2, k)`` and ``to_move`` ``(B,)``."""
         return self.spec.encode(self.rules, pieces, to_move, out=out, history=self.history)
 
     def encode_one(self, pieces: np.ndarray, to_move: int) -> np.ndarray:
-        """Planes ``(C, n, n)`` of one position's piece lists ``(H, 2, k)``."""
+        """Planes ``(C, side, side)`` of one position's piece lists ``(H, 2, k)``."""
         return self.encode(np.asarray(pieces)[None], to_move)[0]
 
     def encode_tracker(self, tracker: PieceTracker) -> np.ndarray:
-        """Planes ``(C, n, n)`` of a tracker's current state and its history."""
+        """Planes ``(C, side, side)`` of a tracker's current state and its history."""
         return self.encode_one(tracker.piece_lists(self.history), tracker.to_move)
 
     def move_indices(self, current: np.ndarray, moves: np.ndarray | Sequence[Move], to_move: int) -> np.ndarray:
@@ -467,12 +564,11 @@ class Encoding:
 
 
 def encoding_for(rules: Rules, name: str = "general", history: int | None = None) -> Encoding:
-    """The encoding ``name`` (``paper`` or ``general``) bound to ``rules``."""
-    if rules.is_star:
-        # The planes index cells as r * n + c; the star's numbering needs its own layout.
-        raise ValueError(f"the {name} encoding is for the rhombus; the star ({rules.name}) has no encoding yet")
+    """The encoding ``name`` (``paper`` or ``general``; on the star ``general`` only) bound to ``rules``."""
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; valid: {', '.join(ENCODINGS)}")
+    if rules.is_star and name == "paper":
+        raise ValueError(_PAPER_ON_STAR.format(name=rules.name))
     spec = ENCODINGS[name]
     history = spec.default_history if history is None else history
     if history < 1:

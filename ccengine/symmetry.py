@@ -1,9 +1,12 @@
-"""The board's one symmetry that keeps both homes: the reflection ``(r, c) -> (n-1-c, n-1-r)``.
+"""The board's one symmetry that keeps both homes (two players): a reflection, an involution.
 
-It is the mirror about the bottom-left--top-right diagonal of the matrix (the seed paper's data
-augmentation; its code does ``fliplr(rot90(plane))``). It maps the six hex directions onto
-each other and each home onto itself, so a reflected position is a legal position of the same
-game with the same result, and its legal moves are the reflected moves. It is an involution.
+On the rhombus it is ``(r, c) -> (n-1-c, n-1-r)``, the mirror about the bottom-left--top-right
+diagonal of the matrix (the seed paper's data augmentation; its code does
+``fliplr(rot90(plane))``). On the 121-hole star it is the left-right mirror
+``(q, r) -> (-q-r, r)`` (``StarGeometry.reflect``), which keeps the north and south points, the
+two-player homes. Either maps the six hex directions onto each other and each home onto itself,
+so a reflected position is a legal position of the same game with the same result, and its legal
+moves are the reflected moves. Both are tables of cells (:func:`reflect_table`).
 
 Piece IDs stay attached to their pieces under reflection (``reflect_pieces`` moves cells, not
 IDs), so a reflected policy keeps each ID's block and reflects the destination within it:
@@ -11,8 +14,13 @@ index ``id * cells + e`` -> ``id * cells + reflect(e)``. The seed paper's code a
 input planes but copies the policy target unchanged, which pairs reflected inputs with
 unreflected destinations; we reflect both.
 
-The reflection commutes with the 180-degree rotation of the ``general`` encoding (both give
-``(r, c) -> (c, r)`` when composed), so the same plane and policy maps serve both encodings.
+Planes: on the rhombus the reflection is a transpose-and-flip of the ``n x n`` matrix; on the star
+the cells' elements of the 17 x 17 grid (``ccengine.encoding.plane_cells``) are permuted by the
+table and the elements off the star (0 in every plane) stay where they are.
+
+The reflection commutes with the 180-degree rotation of the ``general`` encoding (both
+compositions give ``(r, c) -> (c, r)`` on the rhombus and ``(q, r) -> (q + r, -r)`` on the star),
+so the same plane and policy maps serve both encodings and both sides to move.
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from .encoding import plane_cells, plane_side
 from .notation import Position
-from .rules import PASS, Rules
+from .rules import PASS, STAR_N, Rules
+from .star import StarGeometry
 
 __all__ = [
     "reflect_board",
@@ -49,8 +59,18 @@ def _table(n: int) -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=16)
+def _star_table(geometry: StarGeometry) -> np.ndarray:
+    table = np.array([geometry.reflect(i) for i in range(geometry.cells)], dtype=np.int64)
+    table.setflags(write=False)
+    return table
+
+
 def reflect_table(rules: Rules) -> np.ndarray:
     """``(cells,)`` int: ``table[i]`` is the reflection of cell ``i`` (read-only)."""
+    geometry = rules.geometry
+    if isinstance(geometry, StarGeometry):
+        return _star_table(geometry)
     return _table(rules.n)
 
 
@@ -92,13 +112,32 @@ def reflect_moves(rules: Rules, moves: np.ndarray | Sequence[Move]) -> np.ndarra
     return reflect_cells(rules, np.asarray(moves, dtype=np.int64).reshape(-1, 2))
 
 
-def reflect_planes(planes: np.ndarray) -> np.ndarray:
-    """Reflect encoded planes ``(..., n, n)``: ``out[..., r, c] = in[..., n-1-c, n-1-r]``.
+def reflect_planes(planes: np.ndarray, rules: Rules | None = None) -> np.ndarray:
+    """Reflect encoded planes ``(..., side, side)``; returns a new C-contiguous array (so
+    ``torch.from_numpy`` takes it).
 
-    Returns a new C-contiguous array (so ``torch.from_numpy`` takes it); works on any encoding
-    here, since every plane is either a per-cell map or constant.
+    Rhombus (``rules`` None or a rhombus): ``out[..., r, c] = in[..., n-1-c, n-1-r]``. Star
+    (``rules`` required): each cell's element moves to its reflection's, elements off the star are
+    copied unchanged. Works on any encoding here, since every plane is a per-cell map or constant
+    on the board.
     """
-    return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
+    planes = np.asarray(planes)
+    if planes.ndim < 2 or planes.shape[-1] != planes.shape[-2]:
+        raise ValueError(f"planes have shape {planes.shape}, need (..., side, side)")
+    if rules is None or not rules.is_star:
+        if rules is None and planes.shape[-1] == STAR_N:
+            raise ValueError(f"{STAR_N} x {STAR_N} planes are the star's: pass rules= to reflect them")
+        if rules is not None and planes.shape[-1] != plane_side(rules):
+            raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {plane_side(rules)}")
+        return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
+    side = plane_side(rules)
+    if planes.shape[-1] != side:
+        raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {side}")
+    grid = plane_cells(rules)
+    out = np.array(planes, order="C", copy=True)
+    flat_in = planes.reshape(*planes.shape[:-2], side * side)
+    out.reshape(*planes.shape[:-2], side * side)[..., grid] = flat_in[..., grid[reflect_table(rules)]]
+    return out
 
 
 def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:

@@ -17,8 +17,11 @@ statistics, which PyTorch keeps as buffers, not parameters).
 Conventions (fixed for the whole project):
 
 - Input: float32 planes-first ``(B, in_planes, n, n)``; the encoding lives in
-  ``ccengine/encoding.py``, this module only takes ``in_planes`` as config.
-- Policy index ``piece_id * cells + destination``; ``policy_size = k * n * n`` (294 on cc49).
+  ``ccengine/encoding.py``, this module only takes ``in_planes`` and the side ``n`` as config
+  (``n`` is the planes' side: the board's on the rhombus, 17 on the 121-hole star).
+- Policy index ``piece_id * cells + destination``; ``policy_size = k * cells`` (294 on cc49,
+  1210 on the star). The heads flatten ``trunk_size ** 2`` features; nothing else depends on
+  the board.
 - Value: ``(B,)`` in ``[-1, 1]`` from the perspective of the player to move.
 
 Weights travel as :func:`net_state` dicts (config as plain JSON types + ``state_dict`` tensors +
@@ -39,7 +42,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from ccengine.encoding import ENCODINGS
+from ccengine.encoding import ENCODINGS, plane_side, policy_size
 from ccengine.fields import check_fields, checked
 from ccengine.search import MAX_HISTORY
 
@@ -73,9 +76,9 @@ class NetConfig:
     in_planes: int = 7
     """Input planes. Paper: 7 (3 past states x 2 ID matrices + side to move)."""
     n: int = 7
-    """Board side; the input is ``n x n``. Paper: 7."""
+    """Side of the input planes, ``n x n`` (the board's on the rhombus, 17 on the star). Paper: 7."""
     policy_size: int = 294
-    """Policy logits, ``k * n * n`` (piece id x destination). Paper: 6 x 49 = 294."""
+    """Policy logits, ``k * cells`` (piece id x destination). Paper: 6 x 49 = 294."""
     channels: int = 64
     """Stem filters = trunk width (the bottlenecks' output). Paper: 64."""
     stem_kernel: int = 3
@@ -135,7 +138,8 @@ class NetConfig:
     def for_rules(cls, rules: Any, in_planes: int, size: str = "paper", **overrides: Any) -> NetConfig:
         """The ``size`` network (see :data:`SIZES`) for a rules object or preset name.
 
-        ``n`` and ``policy_size = k * n * n`` come from the rules; ``in_planes`` from the encoding.
+        ``n`` (the planes' side: 17 on the star) and ``policy_size = k * cells`` come from the
+        rules; ``in_planes`` from the encoding.
         ``overrides`` replace any field afterwards (unknown names are an error).
         """
         if isinstance(rules, str):
@@ -150,7 +154,7 @@ class NetConfig:
         unknown = sorted(set(overrides) - fields)
         if unknown:
             raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
-        base = dict(shape, in_planes=in_planes, n=rules.n, policy_size=rules.k * rules.n * rules.n, name=size)
+        base = dict(shape, in_planes=in_planes, n=plane_side(rules), policy_size=policy_size(rules), name=size)
         base.update(overrides)
         return cls(**base)
 

@@ -29,10 +29,16 @@ class NetworkEvaluator:
     needs_states: ClassVar[bool] = False
 
     def __init__(self, rules: Rules, encoding: Encoding, inference: Inference) -> None:
-        if encoding.policy_size != inference.model.config.policy_size:
+        cfg = inference.model.config
+        if encoding.policy_size != cfg.policy_size:
             raise ValueError(
                 f"encoding {encoding.name!r} has {encoding.policy_size} policy outputs, "
-                f"the network {inference.model.config.policy_size}"
+                f"the network {cfg.policy_size}"
+            )
+        if encoding.input_shape != (cfg.in_planes, cfg.n, cfg.n):
+            raise ValueError(
+                f"encoding {encoding.name!r} gives inputs of shape {encoding.input_shape}, "
+                f"the network takes {(cfg.in_planes, cfg.n, cfg.n)}"
             )
         self.rules = rules
         self.encoding = encoding
@@ -80,24 +86,26 @@ def load_network_evaluator(
     The file says which encoding and history its network was trained with (``extra`` of a
     checkpoint, or the ``encoding`` entry of a network file); ``encoding``/``history`` given
     here must agree with it. With ``source=None``: an untrained ``paper``-size network on the
-    ``paper`` encoding (benchmarks).
+    ``paper`` encoding (benchmarks; ``general`` on the star, which has no ``paper`` encoding).
     """
+    default = "general" if rules.is_star else "paper"
     if source is None:
-        enc = encoding_for(rules, encoding or "paper", history=history)
+        enc = encoding_for(rules, encoding or default, history=history)
         config = NetConfig.for_rules(rules, enc.in_planes, "paper")
         model = PolicyValueNet(config)
     else:
         model, meta = load_net_with_meta(source)
-        enc_name = meta.get("encoding", encoding or "paper")
+        enc_name = meta.get("encoding", encoding or default)
         enc_history = meta.get("history", history)
         if encoding is not None and encoding != enc_name:
             raise ValueError(f"the network was trained on encoding {enc_name!r}, not {encoding!r}")
         enc = encoding_for(rules, enc_name, history=enc_history)
-        if enc.in_planes != model.config.in_planes or enc.policy_size != model.config.policy_size:
+        cfg = model.config
+        if enc.input_shape != (cfg.in_planes, cfg.n, cfg.n) or enc.policy_size != cfg.policy_size:
             raise ValueError(
-                f"the network (in_planes {model.config.in_planes}, policy {model.config.policy_size}) "
+                f"the network (input {(cfg.in_planes, cfg.n, cfg.n)}, policy {cfg.policy_size}) "
                 f"does not fit {rules.name} with encoding {enc_name!r} "
-                f"(in_planes {enc.in_planes}, policy {enc.policy_size})"
+                f"(input {enc.input_shape}, policy {enc.policy_size})"
             )
     inference = Inference(model, device=device, threads=threads)
     evaluator = NetworkEvaluator(rules, enc, inference)

@@ -19,7 +19,10 @@ belongs to (``malformed``, ``foreign``, ``future``).
 
 Conventions: policy indices are ``piece_id * cells + e`` in ABSOLUTE board coordinates (never
 rotated for player 1; rotation is the encoder's business, applied when training targets are
-built); ``root_value`` is from the mover's view; ``outcome`` is from player 0's side.
+built); ``root_value`` is from the mover's view; ``outcome`` is from player 0's side. Cells are
+the rules' own numbering, so the format serves every board: on the 121-hole star a piece list
+holds star cells (0..120, int8; its board is the COMPACT121 position of the same cells) and an
+index is below ``10 * 121 = 1210`` (int16), and ``rules`` says which board it is.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from ccengine.fields import field_check
 from ccengine.rules import Rules, RulesError
 
 __all__ = [
@@ -306,8 +310,12 @@ def validate_record(rec: GameRecord) -> Rules:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in rec.versions.items()):
         raise _fail("versions must map strings to strings")
     for f in dataclasses.fields(Rules):  # Rules does not check types; a float n would slip through
-        if f.name in rec.rules and type(rec.rules[f.name]) is not type(f.default):
-            raise _fail(f"rules: {f.name} is {type(rec.rules[f.name]).__name__}, needs {type(f.default).__name__}")
+        # A field with choices of several types (goal_lock: False, True, "chain") takes any of them.
+        check = field_check(f)
+        types = {type(f.default), *(type(c) for c in (check.choices if check and check.choices else ()))}
+        if f.name in rec.rules and type(rec.rules[f.name]) not in types:
+            needs = " or ".join(sorted(t.__name__ for t in types))
+            raise _fail(f"rules: {f.name} is {type(rec.rules[f.name]).__name__}, needs {needs}")
     try:
         rules = Rules.from_dict(rec.rules)
     except (RulesError, TypeError, ValueError) as exc:

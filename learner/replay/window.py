@@ -27,7 +27,7 @@ class Batch:
     """One training batch, ready for the network (``B`` positions)."""
 
     planes: np.ndarray
-    """float32 ``[B, C, n, n]``: the encoding's input, reflected where ``reflected``."""
+    """float32 ``[B, C, side, side]``: the encoding's input, reflected where ``reflected``."""
     policy: np.ndarray
     """float32 ``[B, policy_size]``: dense search distribution in the network's frame."""
     value: np.ndarray
@@ -272,7 +272,7 @@ class WindowMirror:
         value = z if self.value_target == "z" else 0.5 * (z + self._q[slots])
         flip = rng.random(batch_size) < 0.5 if augment else np.zeros(batch_size, dtype=bool)
         if flip.any():
-            planes[flip] = reflect_planes(planes[flip])
+            planes[flip] = reflect_planes(planes[flip], self.rules)
             policy[flip] = reflect_policy(self.rules, policy[flip])
         return Batch(planes=planes, policy=policy, value=value.astype(np.float32),
                      weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64))
