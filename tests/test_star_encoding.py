@@ -1,0 +1,267 @@
+"""The 121-hole star's network input, policy index, canonical IDs and reflection (ccengine.encoding/symmetry)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ccengine.encoding import (
+    PieceTracker,
+    canonical_ids,
+    encode_paper,
+    encoding_for,
+    index_moves,
+    plane_cells,
+    plane_side,
+    policy_indices,
+    view_cells,
+)
+from ccengine.engines import new_state, state_class
+from ccengine.players import make_player
+from ccengine.rules import preset
+from ccengine.star import STAR_DIRECTIONS
+from ccengine.symmetry import (
+    reflect_board,
+    reflect_move,
+    reflect_moves,
+    reflect_pieces,
+    reflect_planes,
+    reflect_policy,
+    reflect_table,
+)
+
+STAR = preset("star2")
+GEO = STAR.geometry
+State = state_class("cython")
+
+
+Move = tuple[int, int]
+
+
+def star_game(seed: int, plies: int | None = None) -> list[tuple[tuple[int, ...], int, list[Move], Move]]:
+    """``(board, to_move, legal moves, move played)`` of each position of a greedy-stochastic
+    star2 game on the compiled engine."""
+    state = new_state(STAR)
+    players = [make_player("greedy-stochastic", STAR, seed), make_player("greedy-stochastic", STAR, seed + 1)]
+    out = []
+    while not state.is_terminal() and (plies is None or state.ply < plies):
+        move = players[state.to_move].select(state)
+        out.append((state.board, state.to_move, state.legal_moves(), move))
+        state.play(move)
+    return out
+
+
+def random_board(rng: np.random.Generator) -> tuple[int, ...]:
+    cells = rng.choice(STAR.cells, size=2 * STAR.k, replace=False)
+    board = [-1] * STAR.cells
+    for j, cell in enumerate(cells):
+        board[int(cell)] = 0 if j < STAR.k else 1
+    return tuple(board)
+
+
+def swap_colours(board: tuple[int, ...]) -> tuple[int, ...]:
+    """The board rotated 180 degrees with the colours swapped (player 1's view as player 0's)."""
+    return tuple(-1 if board[STAR.cells - 1 - i] < 0 else 1 - board[STAR.cells - 1 - i] for i in range(STAR.cells))
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cells_sit_at_r_plus_8_q_plus_8_and_hex_neighbours_are_grid_neighbours():
+    side = plane_side(STAR)
+    assert side == 17 == STAR.n
+    grid = plane_cells(STAR)
+    assert grid.tolist() == [(r + 8) * 17 + (q + 8) for q, r in GEO.coords]
+    assert len(set(grid.tolist())) == STAR.cells == 121
+    offsets = set()
+    for i in range(STAR.cells):
+        ri, ci = divmod(int(grid[i]), side)
+        for d in range(len(STAR_DIRECTIONS)):
+            j = GEO.step[i][d]
+            if j >= 0:
+                rj, cj = divmod(int(grid[j]), side)
+                offsets.add((rj - ri, cj - ci))
+    # six of the eight 3x3 neighbours: all but the (1, 1) / (-1, -1) diagonal
+    assert offsets == {(0, 1), (0, -1), (1, 0), (-1, 0), (-1, 1), (1, -1)}
+
+
+def test_view_cells_is_the_180_degree_rotation():
+    cells = np.arange(STAR.cells)
+    rotated = view_cells(STAR, cells, True)
+    assert [GEO.coords[int(j)] for j in rotated] == [(-q, -r) for q, r in GEO.coords]
+    assert view_cells(STAR, np.array([-1, 5]), True).tolist() == [-1, 115]
+    assert (view_cells(STAR, cells, False) == cells).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonical IDs and the policy index
+# ---------------------------------------------------------------------------------------------
+
+
+def test_canonical_ids_ascending_for_player_0_descending_for_player_1():
+    ids = canonical_ids(STAR, GEO.start_board())
+    assert ids[0].tolist() == list(range(10))  # the north tip (cell 0) first
+    assert ids[1].tolist() == list(range(120, 110, -1))  # the south tip (cell 120) first
+    assert ids[0].tolist() == sorted(GEO.home[0])
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        board = random_board(rng)
+        ids = canonical_ids(STAR, board)
+        assert (np.diff(ids[0]) > 0).all() and (np.diff(ids[1]) < 0).all()
+        assert sorted(ids[0].tolist()) == [i for i, v in enumerate(board) if v == 0]
+        # rotated and colour-swapped, player 1's IDs are the ones player 0 gets there
+        swapped = canonical_ids(STAR, swap_colours(board))
+        assert (STAR.cells - 1 - ids[1]).tolist() == swapped[0].tolist()
+        assert (STAR.cells - 1 - ids[0]).tolist() == swapped[1].tolist()
+
+
+def test_canonical_ids_reject_wrong_boards():
+    board = list(GEO.start_board())
+    board[0] = -1
+    with pytest.raises(ValueError, match="player 0 has 9 pieces"):
+        canonical_ids(STAR, board)
+    with pytest.raises(ValueError, match=r"board has shape \(49,\)"):
+        canonical_ids(STAR, [-1] * 49)
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_policy_index_round_trip_through_star_games(rotate):
+    enc = encoding_for(STAR)
+    assert enc.policy_size == 1210
+    for seed in (1, 2):
+        tracker = PieceTracker(STAR)
+        state = new_state(STAR)
+        players = [make_player("greedy-stochastic", STAR, seed), make_player("random", STAR, seed)]
+        while not state.is_terminal():
+            legal = state.legal_moves()
+            indices = tracker.move_indices(legal, rotate)
+            assert len(set(indices.tolist())) == len(legal)
+            assert ((0 <= indices) & (indices < 1210)).all()
+            back = index_moves(STAR, tracker.current, indices, state.to_move, rotate)
+            assert [tuple(m) for m in back.tolist()] == legal
+            move = players[state.to_move].select(state)
+            state.play(move)
+            tracker.play(move)
+            assert tracker.board == state.board
+
+
+# ---------------------------------------------------------------------------------------------
+# The general encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def test_general_planes_on_the_star():
+    enc = encoding_for(STAR, "general")
+    assert enc.input_shape == (18, 17, 17) and enc.in_planes == 18
+    x = enc.encode_tracker(PieceTracker(STAR))
+    grid = plane_cells(STAR)
+    off = np.ones(17 * 17, dtype=bool)
+    off[grid] = False
+    flat = x.reshape(18, -1)
+    assert not flat[:, off].any()  # nothing off the star
+    mask = flat[-1]
+    assert mask.sum() == 121 and (mask[grid] == 1).all()
+    side = 2 * enc.history + STAR.k
+    assert not flat[side].any()  # player 0 to move
+    assert (flat[0, grid[list(GEO.home[0])]] == 1).all() and flat[0].sum() == 10
+    assert (flat[1, grid[list(GEO.home[1])]] == 1).all() and flat[1].sum() == 10
+    assert not flat[2:6].any()  # no history at the start
+    for j in range(STAR.k):  # piece ID j of the mover sits on cell j at the start
+        assert flat[2 * enc.history + j].sum() == 1 and flat[2 * enc.history + j, grid[j]] == 1
+
+
+def test_player_1_sees_the_rotated_colour_swapped_board():
+    enc = encoding_for(STAR)
+    for board, to_move, legal, _ in star_game(7, plies=40)[1::2]:
+        assert to_move == 1
+        ids = canonical_ids(STAR, board)
+        a = enc.encode_one(ids[None], 1)
+        swapped = canonical_ids(STAR, swap_colours(board))
+        b = enc.encode_one(swapped[None], 0)
+        side = 2 * enc.history + STAR.k
+        np.testing.assert_array_equal(np.delete(a, side, 0), np.delete(b, side, 0))
+        assert a[side].sum() == 121 and not b[side].any()
+        mirrored = [(STAR.cells - 1 - s, STAR.cells - 1 - e) for s, e in legal]
+        np.testing.assert_array_equal(enc.move_indices(ids, legal, 1), enc.move_indices(swapped, mirrored, 0))
+
+
+def test_the_paper_encoding_is_refused_on_the_star():
+    with pytest.raises(ValueError, match="general encoding only"):
+        encoding_for(STAR, "paper")
+    ids = canonical_ids(STAR, GEO.start_board())
+    with pytest.raises(ValueError, match="general encoding only"):
+        encode_paper(STAR, ids[None, None], 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reflection
+# ---------------------------------------------------------------------------------------------
+
+
+def test_star_reflection_table_keeps_homes_and_commutes_with_the_rotation():
+    table = reflect_table(STAR)
+    assert table.tolist() == [GEO.reflect(i) for i in range(STAR.cells)]
+    assert (table[table] == np.arange(STAR.cells)).all()
+    assert reflect_board(STAR, GEO.start_board()) == GEO.start_board()
+    assert [GEO.coords[int(j)] for j in table] == [(-q - r, r) for q, r in GEO.coords]
+    rotate = STAR.cells - 1 - np.arange(STAR.cells)
+    assert (table[rotate] == rotate[table]).all()
+    assert [GEO.coords[int(j)] for j in table[rotate]] == [(q + r, -r) for q, r in GEO.coords]
+
+
+def test_reflect_planes_on_the_star():
+    rng = np.random.default_rng(0)
+    planes = rng.random((3, 4, 17, 17))
+    once = reflect_planes(planes, STAR)
+    assert once.flags.c_contiguous
+    np.testing.assert_array_equal(reflect_planes(once, STAR), planes)
+    grid, table = plane_cells(STAR), reflect_table(STAR)
+    flat, out = planes.reshape(3, 4, -1), once.reshape(3, 4, -1)
+    np.testing.assert_array_equal(out[..., grid[table]], flat[..., grid])
+    off = np.setdiff1d(np.arange(289), grid)
+    np.testing.assert_array_equal(out[..., off], flat[..., off])
+    with pytest.raises(ValueError, match="pass rules="):
+        reflect_planes(planes)
+    with pytest.raises(ValueError, match="side 7"):
+        reflect_planes(rng.random((2, 7, 7)), STAR)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_encode_and_policy_commute_with_reflection(seed):
+    enc = encoding_for(STAR)
+    tracker = PieceTracker(STAR)
+    pieces, to_move = [], []
+    for board, mover, legal, move in star_game(seed, plies=30):
+        assert tracker.board == board
+        pieces.append(tracker.piece_lists(enc.history))
+        to_move.append(mover)
+        policy = np.zeros(enc.policy_size)
+        idx = enc.move_indices(tracker.current, legal, mover)
+        policy[idx] = np.arange(1, len(legal) + 1)
+        reflected = reflect_policy(STAR, policy)
+        ridx = enc.move_indices(reflect_pieces(STAR, tracker.current), reflect_moves(STAR, legal), mover)
+        np.testing.assert_array_equal(reflected[ridx], policy[idx])
+        assert reflected.sum() == policy.sum()
+        tracker.play(move)
+    pieces_arr, tm = np.stack(pieces), np.array(to_move)
+    assert set(to_move) == {0, 1}
+    planes = enc.encode(pieces_arr, tm)
+    np.testing.assert_array_equal(enc.encode(reflect_pieces(STAR, pieces_arr), tm), reflect_planes(planes, STAR))
+
+
+def test_reflected_star_positions_have_the_reflected_legal_moves():
+    rng = np.random.default_rng(11)
+    boards = [(b, tm) for seed in (3, 4) for b, tm, _, _ in star_game(seed)[::3]]
+    boards += [(random_board(rng), int(rng.integers(2))) for _ in range(60)]
+    checked = 0
+    for board, to_move in boards:
+        state = State(STAR, board, to_move, 0)
+        mirror = State(STAR, reflect_board(STAR, board), to_move, 0)
+        assert state.is_terminal() == mirror.is_terminal()
+        if state.is_terminal():
+            continue
+        assert sorted(reflect_move(STAR, m) for m in state.legal_moves()) == sorted(mirror.legal_moves())
+        checked += 1
+    assert checked > 80
