@@ -13,7 +13,6 @@ from ccengine.encoding import (
     index_moves,
     plane_cells,
     plane_side,
-    policy_indices,
     view_cells,
 )
 from ccengine.engines import new_state, state_class

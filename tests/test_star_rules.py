@@ -444,6 +444,7 @@ def test_baseline_players_play_a_star_game_to_its_end(spec):
     assert state.result() in (-1, 0, 1) and state.end_reason is not None
 
 
-def test_no_encoding_for_the_star_yet():
-    with pytest.raises(ValueError, match="no encoding yet"):
-        encoding_for(STAR2)
+def test_the_star_has_the_general_encoding_only():
+    assert encoding_for(STAR2).input_shape == (18, 17, 17)  # tests/test_star_encoding.py has the rest
+    with pytest.raises(ValueError, match="general encoding only"):
+        encoding_for(STAR2, "paper")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from ccengine.encoding import PieceTracker, encoding_for, policy_indices
 from ccengine.engines import new_state, state_class
@@ -19,7 +20,6 @@ from learner.network_evaluator import NetworkEvaluator
 from learner.records import GameRecord, decode_record, encode_record, make_record
 from learner.replay import WindowMirror
 from learner.training import LearnerConfig, Trainer
-from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 STAR = preset("star2")
 ENC = encoding_for(STAR, "general")
