@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from actor_helpers import final_move_exists, record_states, replay
+from actor_helpers import board_of, final_move_exists, record_states, replay
 from actors.heuristic import START_KINDS, HeuristicWorker, greedy_targets, random_start_board
 from ccengine import preset
 from ccengine._core import State
@@ -177,3 +177,23 @@ def test_bad_arguments():
         worker(keep_fraction=1.5)
     with pytest.raises(ValueError):
         worker(random_moves=-1)
+
+
+def test_star_records_have_greedy_targets():
+    star = preset("star2")
+    w = worker(star, seed=1, keep_fraction=0.2, start_mix=(0, 1, 1))
+    records = w.generate(6)
+    assert records  # greedy against greedy on the star is often drawn by repetition, not always
+    advance = star.geometry.advances
+    for rec in records:
+        assert decode_record(encode_record(rec)).same_as(rec) and rec.outcome in (-1, 1)
+        states, h = record_states(rec)
+        for t in range(rec.num_positions):
+            lists, mover = states[h + t], int(rec.to_move[t])
+            legal = State(star, board_of(star, lists), mover, 0).legal_moves()
+            psi = {m: advance[mover][m[1]] - advance[mover][m[0]] for m in legal}
+            idx, _ = rec.policy(t)
+            named = {(int(s), int(e)) for s, e in index_moves(star, lists, idx.astype(np.int64), mover)}
+            assert named == {m for m in legal if psi[m] == max(psi.values())}
+            _, chosen = greedy_targets(star, mover, legal)
+            assert {legal[i] for i in chosen} == set(greedy_candidates(star, mover, legal))

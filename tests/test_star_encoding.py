@@ -264,3 +264,14 @@ def test_reflected_star_positions_have_the_reflected_legal_moves():
         assert sorted(reflect_move(STAR, m) for m in state.legal_moves()) == sorted(mirror.legal_moves())
         checked += 1
     assert checked > 80
+
+
+@pytest.mark.xfail(strict=True, reason="_search.canonical_pieces still sorts by the rhombus's rows; the search's "
+                   "star work changes it to this rule (then this marker must go: strict)")
+def test_the_search_gives_the_same_canonical_ids():
+    from ccengine.search import canonical_pieces
+
+    rng = np.random.default_rng(8)
+    boards = [GEO.start_board()] + [random_board(rng) for _ in range(10)]
+    for board in boards:
+        assert canonical_pieces(State(STAR, board, 0, 0)).tolist() == canonical_ids(STAR, board).tolist()
