@@ -66,6 +66,17 @@ def _star_table(geometry: StarGeometry) -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=16)
+def _plane_gather(rules: Rules) -> np.ndarray:
+    """``(side * side,)``: the plane element each element of a reflected plane reads (the
+    reflection on the cells' elements, the identity off the board)."""
+    side, grid = plane_side(rules), plane_cells(rules)
+    gather = np.arange(side * side)
+    gather[grid] = grid[reflect_table(rules)]
+    gather.setflags(write=False)
+    return gather
+
+
 def reflect_table(rules: Rules) -> np.ndarray:
     """``(cells,)`` int: ``table[i]`` is the reflection of cell ``i`` (read-only)."""
     geometry = rules.geometry
@@ -124,20 +135,14 @@ def reflect_planes(planes: np.ndarray, rules: Rules | None = None) -> np.ndarray
     planes = np.asarray(planes)
     if planes.ndim < 2 or planes.shape[-1] != planes.shape[-2]:
         raise ValueError(f"planes have shape {planes.shape}, need (..., side, side)")
+    if rules is None and planes.shape[-1] == STAR_N:
+        raise ValueError(f"{STAR_N} x {STAR_N} planes are the star's: pass rules= to reflect them")
+    if rules is not None and planes.shape[-1] != plane_side(rules):
+        raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {plane_side(rules)}")
     if rules is None or not rules.is_star:
-        if rules is None and planes.shape[-1] == STAR_N:
-            raise ValueError(f"{STAR_N} x {STAR_N} planes are the star's: pass rules= to reflect them")
-        if rules is not None and planes.shape[-1] != plane_side(rules):
-            raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {plane_side(rules)}")
         return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
-    side = plane_side(rules)
-    if planes.shape[-1] != side:
-        raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {side}")
-    grid = plane_cells(rules)
-    out = np.array(planes, order="C", copy=True)
-    flat_in = planes.reshape(*planes.shape[:-2], side * side)
-    out.reshape(*planes.shape[:-2], side * side)[..., grid] = flat_in[..., grid[reflect_table(rules)]]
-    return out
+    flat = np.ascontiguousarray(planes).reshape(*planes.shape[:-2], -1)
+    return np.take(flat, _plane_gather(rules), axis=-1).reshape(planes.shape)
 
 
 def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
