@@ -266,8 +266,6 @@ def test_reflected_star_positions_have_the_reflected_legal_moves():
     assert checked > 80
 
 
-@pytest.mark.xfail(strict=True, reason="_search.canonical_pieces still sorts by the rhombus's rows; the search's "
-                   "star work changes it to this rule (then this marker must go: strict)")
 def test_the_search_gives_the_same_canonical_ids():
     from ccengine.search import canonical_pieces
 

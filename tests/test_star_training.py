@@ -149,3 +149,17 @@ def test_network_evaluator_reads_star_piece_lists(games):
     cc81 = NetworkConfig(size="tiny").net_config(preset("cc81"))  # 18 planes too, but 9 x 9 and 810 moves
     with pytest.raises(ValueError, match="policy outputs"):
         NetworkEvaluator(STAR, ENC, Inference(PolicyValueNet(cc81), threads=1))
+
+
+def test_the_network_player_searches_the_star():
+    from learner.network_player import search_player_for
+
+    cfg = NetworkConfig(size="tiny").net_config(STAR)
+    evaluator = NetworkEvaluator(STAR, ENC, Inference(PolicyValueNet(cfg).eval(), threads=1))
+    player = search_player_for(STAR, 0, evaluator, sims=24, c=1.5)
+    state = new_state(STAR)
+    for _ in range(6):  # the search hands the evaluator piece lists of both sides to move
+        move = player.select(state)
+        assert move in state.legal_moves()
+        state.play(move)
+    assert evaluator.positions >= 6 * 8
