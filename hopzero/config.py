@@ -2,7 +2,8 @@
 
 Two names select a run: the game (``--preset``: a RULES.md preset) and the training
 configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` game, ``fast`` = our
-best settings and the default, ``demo`` = minutes on a laptop). The configurations are YAML files
+best settings and the default, ``demo`` = minutes on a laptop, ``star2`` = ``fast`` sized for the
+121-hole star). The configurations are YAML files
 beside this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
@@ -44,7 +45,7 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper")
+CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2")
 
 
 class ConfigError(ValueError):
@@ -78,7 +79,7 @@ class TrainConfig:
     """The whole run: the game, every component, and the seed."""
 
     name: str = checked("fast", choices=CONFIG_NAMES)
-    """The configuration this tree came from (``demo``, ``fast``, ``paper``)."""
+    """The configuration this tree came from (``demo``, ``fast``, ``paper``, ``star2``)."""
     preset: str = checked("cc49")
     """The game (RULES.md preset; checked with ``rules`` by :meth:`training_rules`)."""
     rules: dict[str, Any] = checked(factory=dict)
