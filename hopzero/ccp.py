@@ -232,9 +232,13 @@ class CCPEngine:
     def _why_illegal(self, state: Any, move: Move) -> str:
         s, e = move
         if move == PASS:
+            if self.rules.is_star:
+                return "the star has no pass (a side with no legal move ends the game)"
             return "a pass is legal only when the side to move has no other move"
+        if state.board[s] == -1:
+            return f"cell {s} is empty"
         if state.board[s] != state.to_move:
-            return f"cell {s} holds no piece of player {state.to_move}"
+            return f"the piece on cell {s} is player {state.board[s]}'s"
         if state.board[e] != -1:
             return f"cell {e} is occupied"
         return f"no step or chain of hops the rules allow leads from {s} to {e}"
