@@ -187,7 +187,9 @@ def parse_move_path(rules: Rules, text: str) -> tuple[int, ...]:
         return PASS
     fields = text.split("-")
     if not 2 <= len(fields) <= rules.cells:
-        raise NotationError(f"move {excerpt(text)} must be cell indices joined by '-' like '3-14' or '1-12-25', or 'pass'")
+        raise NotationError(
+            f"move {excerpt(text)} must be cell indices joined by '-' like '3-14' or '1-12-25', or 'pass'"
+        )
     return tuple(parse_int(f, f"move {excerpt(text)}: cell", maximum=rules.cells - 1) for f in fields)
 
 

@@ -84,7 +84,8 @@ def parse_cell(rules: Rules, text: str) -> int:
         return cell
     m = re.fullmatch(r"([0-9]{1,9})\.([0-9]{1,9})", text)
     if rules.is_star:
-        raise NotationError(f"cell {excerpt(text)} must be a cell index 0..{rules.cells - 1} (the star's cells are numbered)")
+        valid = f"0..{rules.cells - 1}"
+        raise NotationError(f"cell {excerpt(text)} must be a cell index {valid} (the star's cells are numbered)")
     if not m:
         raise NotationError(f"cell {excerpt(text)} must be 'row.position' like '{rows}.1' or a cell index like '0'")
     row, pos = int(m.group(1)), int(m.group(2))

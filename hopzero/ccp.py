@@ -143,7 +143,8 @@ class CCPEngine:
     def _cmd_position(self, args: list[str]) -> list[str]:
         usage = ("position must be 'position startpos [moves M ...]' or "
                  "'position cells <CELLS> player <P> ply <N> [moves M ...]'")
-        head, moves = (args[: args.index("moves")], args[args.index("moves") + 1 :]) if "moves" in args else (args, None)
+        cut = args.index("moves") if "moves" in args else len(args)
+        head, moves = args[:cut], args[cut + 1 :]
         if head == ["startpos"]:
             base = None
         elif len(head) == 6 and head[0] == "cells" and head[2] == "player" and head[4] == "ply":
@@ -225,7 +226,8 @@ class CCPEngine:
             if move not in state.legal_moves():
                 raise ProtocolError(f"{where} is not legal: {self._why_illegal(state, move)}")
             if len(path) > 2 and not is_witness_path(self.rules, state.board, path):
-                raise ProtocolError(f"{where}: its path is not a chain of legal single hops from {path[0]} to {path[-1]}")
+                legs = f"a chain of legal single hops from {path[0]} to {path[-1]}"
+                raise ProtocolError(f"{where}: its path is not {legs}")
             state.play(move)
         return state
 

@@ -212,7 +212,8 @@ def test_star_shape_neighbours_and_numbers():
     assert len(lines) == 17 and max(map(len, lines)) <= 80
     board = [line[:25] for line in lines]
     assert [len(line.split()) for line in board] == [1, 2, 3, 4, 13, 12, 11, 10, 9, 10, 11, 12, 13, 4, 3, 2, 1]
-    assert all(set(line.split()) == {"x"} for line in board[:4]) and all(set(line.split()) == {"o"} for line in board[-4:])
+    assert all(set(line.split()) == {"x"} for line in board[:4])
+    assert all(set(line.split()) == {"o"} for line in board[-4:])
     assert "".join(board).count("x") == "".join(board).count("o") == 10
     where: dict[int, tuple[int, int]] = {}
     for y, line in enumerate(lines):
@@ -232,7 +233,8 @@ def test_star_last_move_and_cell_names():
     state.play((3, 16))
     lines = render_board(rules, state.board, last_move=(3, 16)).splitlines()
     assert lines[2] == "          * x x" and lines[4] == ". . . . . . X . . . . . ."
-    assert cell_name(rules, 120) == "120" and format_move(rules, (3, 16)) == "3-16" == format_move(rules, (3, 16), "index")
+    assert cell_name(rules, 120) == "120"
+    assert format_move(rules, (3, 16)) == "3-16" == format_move(rules, (3, 16), "index")
     assert parse_human_move(rules, "3 -> 16") == (3, 16)
     for text in ("1.1-2.1", "3-999"):
         with pytest.raises(NotationError):
