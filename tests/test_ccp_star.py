@@ -188,3 +188,26 @@ def test_random_player_plays_the_star_from_a_given_position(engine):
     path = _bestmove_path(e)
     assert (path[0], path[-1]) in state.legal_moves() and is_witness_path(RULES, state.board, path)
     assert e.close() == 0
+
+
+def test_a_search_player_behind_the_protocol_on_the_star(engine):
+    """The tree search on the star through CCP: ``analyze`` gives visit shares over witness
+    paths, and ``stop`` ends a search that would run for a day with a legal witness path."""
+    e = engine("--preset", "star2", "--player", "mcts-rollout:sims=16", "--seed", "2", "--max-movetime-ms", "86400000")
+    state = new_state(RULES)
+    for move in [(3, 16), (117, 106)]:
+        state.play(move)
+    e.send("position startpos moves 3-16 117-106")
+    e.send("analyze topk 1000")
+    data = json.loads(e.until("analysis")[-1][len("analysis ") :])
+    assert abs(sum(m["policy"] for m in data["moves"]) - 1) < 1e-3 and -1 <= data["value"] <= 1
+    for m in data["moves"]:
+        path = [int(c) for c in m["move"].split("-")]
+        assert (path[0], path[-1]) in state.legal_moves() and is_witness_path(RULES, state.board, path)
+    e.send("go movetime 86400000")
+    e.send("isready")  # answered between chunks of the running search: it is running
+    assert e.until("readyok") == ["readyok"]
+    e.send("stop")
+    path = _bestmove_path(e)
+    assert (path[0], path[-1]) in state.legal_moves() and is_witness_path(RULES, state.board, path)
+    assert e.close() == 0
