@@ -28,6 +28,7 @@ __all__ = [
     "parse_compact121",
     "parse_int",
     "parse_move",
+    "parse_move_path",
     "parse_position",
     "parse_positive_float",
     "parse_star_path",
@@ -171,6 +172,25 @@ def parse_move(rules: Rules, value: object) -> tuple[int, int]:
         if not 0 <= cell < rules.cells:
             raise NotationError(f"move {[s, e]}: {name} cell {cell} is off the board (valid 0..{rules.cells - 1})")
     return s, e
+
+
+def parse_move_path(rules: Rules, text: str) -> tuple[int, ...]:
+    """Read a move as the engine protocol writes it, on any board: ``s-e``, a hop chain's witness
+    path ``s-a-...-e``, or ``pass`` (``(-1, -1)``): the cells in order.
+
+    Only the form is checked (two to ``rules.cells`` cell indices on the board, ASCII digits);
+    the move is ``(path[0], path[-1])``, and whether it and its path are legal is the state's
+    business (:func:`ccengine.reference.is_witness_path`). Errors quote a short excerpt.
+    """
+    text = text.strip()
+    if text == "pass":
+        return PASS
+    fields = text.split("-")
+    if not 2 <= len(fields) <= rules.cells:
+        raise NotationError(
+            f"move {excerpt(text)} must be cell indices joined by '-' like '3-14' or '1-12-25', or 'pass'"
+        )
+    return tuple(parse_int(f, f"move {excerpt(text)}: cell", maximum=rules.cells - 1) for f in fields)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,11 @@ On cc49 player 0's tip ``(6, 0)`` is ``13.1`` and player 1's tip ``(0, 6)`` is `
 
 **Moves** are written ``"R.P-R.P"`` (e.g. ``"12.1-10.1"``); :func:`parse_human_move` also takes
 cell indices ``"s-e"`` (``"41-27"``), either separated by ``-``, ``->`` or spaces, and ``"pass"``.
+
+**The star** (``rules.is_star``) is drawn as the star, north (cell 0, player 0's home) at the
+top, one text row per axial ``r``, a cell ``(q, r)`` at ``2q + r`` half-cells; its cells have no
+names but their indices (RULES.md's numbering), which :func:`render_board` can draw as a second
+star beside the board.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ __all__ = [
 
 Move = tuple[int, int]
 
-_PIECE = {-1: ".", 0: "x", 1: "o"}
-_ANSI = {0: "\x1b[1;31m", 1: "\x1b[1;34m", -1: "\x1b[2m"}  # x red, o blue, empty dim
+_PIECE = {-1: ".", 0: "x", 1: "o", 2: "2", 3: "3", 4: "4", 5: "5"}  # the star seats up to 6
+_ANSI = {0: "\x1b[1;31m", 1: "\x1b[1;34m", 2: "\x1b[1;32m", 3: "\x1b[1;33m", 4: "\x1b[1;35m", 5: "\x1b[1;36m",
+         -1: "\x1b[2m"}  # x red, o blue, empty dim
 _REVERSE, _RESET = "\x1b[7m", "\x1b[0m"
 _CELL_TOKEN = r"\d+(?:\.\d+)?"
 _MOVE_RE = re.compile(rf"({_CELL_TOKEN})\s*(?:->|-|\s)\s*({_CELL_TOKEN})")
@@ -58,9 +64,11 @@ def _row_cells(rules: Rules, row: int) -> list[int]:
 
 
 def cell_name(rules: Rules, cell: int) -> str:
-    """Human name ``"R.P"`` of a cell index."""
+    """Human name ``"R.P"`` of a cell index (on the star: the index itself)."""
     if not 0 <= cell < rules.cells:
         raise NotationError(f"cell {cell} is off the board (valid 0..{rules.cells - 1})")
+    if rules.is_star:
+        return str(cell)
     r, c = divmod(cell, rules.n)
     return f"{r - c + rules.n}.{min(r, c) + 1}"
 
@@ -75,6 +83,9 @@ def parse_cell(rules: Rules, text: str) -> int:
             raise NotationError(f"cell {cell} is off the board (valid 0..{rules.cells - 1})")
         return cell
     m = re.fullmatch(r"([0-9]{1,9})\.([0-9]{1,9})", text)
+    if rules.is_star:
+        valid = f"0..{rules.cells - 1}"
+        raise NotationError(f"cell {excerpt(text)} must be a cell index {valid} (the star's cells are numbered)")
     if not m:
         raise NotationError(f"cell {excerpt(text)} must be 'row.position' like '{rows}.1' or a cell index like '0'")
     row, pos = int(m.group(1)), int(m.group(2))
@@ -90,7 +101,8 @@ def parse_cell(rules: Rules, text: str) -> int:
 
 
 def format_move(rules: Rules, move: Move | Sequence[int], style: str = "human") -> str:
-    """Write a move as ``"R.P-R.P"`` (``style="human"``) or ``"s-e"`` (``"index"``); ``"pass"``."""
+    """Write a move as ``"R.P-R.P"`` (``style="human"``) or ``"s-e"`` (``"index"``); ``"pass"``.
+    The star's cells have no other names: both styles write ``"s-e"`` there."""
     s, e = int(move[0]), int(move[1])
     if (s, e) == PASS:
         return "pass"
@@ -117,6 +129,8 @@ def parse_human_move(rules: Rules, value: object) -> Move:
     if text.lower() == "pass":
         return PASS
     m = _MOVE_RE.fullmatch(text)
+    if not m and rules.is_star:
+        raise NotationError(f"move {excerpt(value)} must be cell indices 'from-to' (e.g. '3-14'), or 'pass'")
     if not m:
         rows = 2 * rules.n - 1
         raise NotationError(
@@ -148,6 +162,22 @@ def _diamond(rules: Rules, field: Callable[[int], str], width: int) -> list[str]
     return lines
 
 
+def _star(rules: Rules, field: Callable[[int], str], width: int) -> list[str]:
+    """Rows of the star, north at the top; ``field(cell)`` is a ``width``-wide text (ANSI allowed)."""
+    geo = rules.geometry
+    half = (width + 2) // 2
+    gap = " " * (2 * half - width)
+    left = min(2 * q + r for q, r in geo.coords)  # the westmost half-cell column
+    rows: dict[int, list[int]] = {}
+    for cell, (q, r) in enumerate(geo.coords):  # cells run by r, then q: rows come out in order
+        rows.setdefault(r, []).append(cell)
+    lines = []
+    for cells in rows.values():  # every row of the star is a contiguous run of q
+        q, r = geo.coords[cells[0]]
+        lines.append(" " * ((2 * q + r - left) * half) + gap.join(field(i) for i in cells))
+    return lines
+
+
 def render_board(
     rules: Rules,
     board: Sequence[int],
@@ -157,12 +187,14 @@ def render_board(
     row_numbers: bool = True,
     color: bool | None = False,
 ) -> str:
-    """The board as a diamond of text, player 1 (``o``) at the top, player 0 (``x``) at the bottom.
+    """The board as a diamond of text, player 1 (``o``) at the top, player 0 (``x``) at the bottom;
+    the star as a star, player 0 (``x``) at the top (north), player 1 (``o``) at the bottom.
 
     - ``last_move``: its start cell is shown ``*`` and the moved piece in capitals (``X``/``O``);
       with colour, both in reverse video instead.
     - ``labels``: a second diamond to the right gives every cell's index (for ``"s-e"`` moves).
-    - ``row_numbers``: the diamond row ``R`` of the human notation ``"R.P"`` in the left margin.
+    - ``row_numbers``: the diamond row ``R`` of the human notation ``"R.P"`` in the left margin
+      (the star has no rows in its notation: none there).
     - ``color``: ANSI colours (``x`` red, ``o`` blue); off by default, ``None`` = :func:`use_color`.
     """
     if len(board) != rules.cells:
@@ -180,16 +212,18 @@ def render_board(
             return text
         return f"{_REVERSE if i in marks else ''}{_ANSI[owner]}{text}{_RESET}"
 
-    lines = _diamond(rules, piece, 1)
+    shape = _star if rules.is_star else _diamond
+    lines = shape(rules, piece, 1)
     # Pad by visible width (ANSI codes take no room on screen) so the margins line up.
-    visible = _diamond(rules, lambda i: ".", 1)
-    board_width = 2 * (rules.n - 1) + 1
+    visible = shape(rules, lambda i: ".", 1)
+    board_width = max(map(len, visible))
     lines = [line + " " * (board_width - len(v)) for line, v in zip(lines, visible)]
     if labels:
         width = len(str(rules.cells - 1))
-        index_lines = _diamond(rules, lambda i: str(i).rjust(width), width)
-        lines = [f"{a}     {b}".rstrip() for a, b in zip(lines, index_lines)]
-    if row_numbers:
+        index_lines = shape(rules, lambda i: str(i).rjust(width), width)
+        sep = " " * (4 if rules.is_star else 5)  # the star fits 80 columns with its index star
+        lines = [f"{a}{sep}{b}".rstrip() for a, b in zip(lines, index_lines)]
+    if row_numbers and not rules.is_star:
         digits = len(str(2 * rules.n - 1))
         lines = [f"{j + 1:>{digits}}  {line}" for j, line in enumerate(lines)]
     return "\n".join(line.rstrip() for line in lines)

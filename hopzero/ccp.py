@@ -2,7 +2,8 @@
 
 CCP is the protocol of the public Chinese Checkers engine rating list (CCERL); its reference is
 ``docs/benchmark/CCP_PROTOCOL.md`` in the JumpStar engine's repository. Our subset and its
-mapping onto the rhombus boards are documented in docs/PROTOCOL.md. A referee owns legality and
+mapping onto the rhombus boards and the 121-hole star (``COMPACT121`` cells, hop chains as
+witness paths ``s-a-b-e``) are documented in docs/PROTOCOL.md. A referee owns legality and
 clocks; the engine answers what it is asked and never crashes on bad input: an unknown command, a
 malformed position or number, or a line that is not short printable ASCII gets an
 ``info string error ...`` line (echoing at most a short excerpt of it) and changes nothing.
@@ -24,19 +25,19 @@ from typing import Any, BinaryIO, TextIO
 
 from ccengine import PASS, Rules, preset
 from ccengine.engines import new_state
-from ccengine.notation import NotationError, Position, excerpt, parse_int
+from ccengine.notation import NotationError, Position, excerpt, parse_int, parse_move_path
 from ccengine.players import Player, SeedLike, make_player
-from ccengine.reference import move_path
+from ccengine.reference import is_witness_path, move_path
 
 from . import __version__
 
 __all__ = ["DEFAULT_MAX_MOVETIME_MS", "DEFAULT_MAX_NODES", "MAX_LINE_BYTES", "CCPEngine", "Limits", "serve"]
 
 Move = tuple[int, int]
-_CELL_OF = {".": -1, "0": 0, "1": 1}
 COMMANDS = ("ccp", "protocol", "isready", "setoption", "newgame", "position", "go", "stop", "analyze", "quit")
 
-#: The longest line read (a ``position cells`` line on the 81-cell board is about 110 bytes).
+#: The longest line read (a ``position cells`` line on the 121-cell star is about 150 bytes; a
+#: ``position startpos moves ...`` line of a whole 240-ply star game in ``s-e`` form about 2000).
 MAX_LINE_BYTES = 4096
 #: Default caps on one search, ``hopzero engine --max-nodes`` / ``--max-movetime-ms``: 100,000
 #: simulations hold about 60 MB of tree on cc49 (seconds with rollouts, minutes with a network on
@@ -78,7 +79,9 @@ class CCPEngine:
     ``handle(line)`` returns the reply lines for one command. The engine keeps one game state
     and plays the moves between consecutive positions onto it when it can recognise them (our
     ``bestmove``, then the opponent's reply), so players that read history (the network's input
-    holds the last three states) see the real game; any other position starts a fresh game.
+    holds the last three states) see the real game, and the star's repetition rule counts the
+    game's own positions; any other position starts a fresh game. ``position ... moves ...`` gives
+    the game outright: the base position and the moves from it, each checked.
     """
 
     def __init__(self, rules: Rules, player_spec: str, seed: SeedLike = None, limits: Limits = Limits()) -> None:
@@ -138,13 +141,28 @@ class CCPEngine:
         return []
 
     def _cmd_position(self, args: list[str]) -> list[str]:
-        if args == ["startpos"]:
-            self._cmd_newgame([])
+        usage = ("position must be 'position startpos [moves M ...]' or "
+                 "'position cells <CELLS> player <P> ply <N> [moves M ...]'")
+        cut = args.index("moves") if "moves" in args else len(args)
+        head, moves = args[:cut], args[cut + 1 :]
+        if head == ["startpos"]:
+            base = None
+        elif len(head) == 6 and head[0] == "cells" and head[2] == "player" and head[4] == "ply":
+            base = self._parse_cells(head[1], head[3], head[5])
+        else:
+            raise ProtocolError(usage)
+        if not moves:  # 'moves' with none after it is the position itself
+            if base is None:
+                self._cmd_newgame([])
+            else:
+                self._follow(base)
             return []
-        if len(args) != 6 or args[0] != "cells" or args[2] != "player" or args[4] != "ply":
-            raise ProtocolError("position must be 'position startpos' or 'position cells <CELLS> player <0|1> ply <N>'")
-        position = self._parse_cells(args[1], args[3], args[5])
-        self._follow(position)
+        game = self._play_moves(new_state(self.rules, base), moves)  # raises before anything changes
+        continues = self._line_to(self._position_of(game)) is not None
+        self.state = game  # the referee's game, with the history it gave
+        if not continues:
+            self.player.reset()
+            self._last_bestmove = None
         return []
 
     def _cmd_go(self, args: list[str], stop: Callable[[], bool] | None = None) -> list[str]:
@@ -177,27 +195,73 @@ class CCPEngine:
     # -- helpers --------------------------------------------------------------------------------
 
     def _parse_cells(self, cells: str, player: str, ply: str) -> Position:
-        n = self.rules.cells
+        n, players = self.rules.cells, self.rules.players
+        digits = "".join(map(str, range(players)))
         if len(cells) != n:
             raise ProtocolError(f"position cells has {len(cells)} characters, the {self.rules.name} board has {n}")
-        bad = sorted(set(cells) - set(_CELL_OF))
-        if bad:
-            shown = excerpt("".join(bad))
-            raise ProtocolError(f"position cells contains {shown}; valid cell characters: '.', '0', '1'")
-        board = tuple(_CELL_OF[ch] for ch in cells)
-        for p in (0, 1):
+        valid = "valid cell characters: '.' and the player digits " + ", ".join(digits)
+        for i, ch in enumerate(cells):
+            if ch in "0123456789" and ch not in digits:
+                raise ProtocolError(f"position cells has a piece of player {ch} on cell {i}, "
+                                    f"but {self.rules.name} has {players} players; {valid}")
+            if ch != "." and ch not in digits:
+                raise ProtocolError(f"position cells contains {excerpt(ch)} on cell {i}; {valid}")
+        board = tuple(-1 if ch == "." else int(ch) for ch in cells)
+        for p in range(players):
             if board.count(p) != self.rules.k:
                 raise ProtocolError(f"position has {board.count(p)} pieces of player {p}, needs {self.rules.k}")
-        if player not in ("0", "1"):
-            raise ProtocolError(f"player {excerpt(player)} must be 0 or 1")
+        if len(player) != 1 or player not in digits:
+            raise ProtocolError(f"player {excerpt(player)} is unknown; valid: {' or '.join(digits)}")
         # a game ends at max_plies: no position of these rules has more
         return Position(board, int(player), parse_int(ply, "ply", maximum=self.rules.max_plies))
 
+    def _play_moves(self, state: Any, moves: list[str]) -> Any:
+        """``state`` after ``moves`` (each ``s-e`` or a witness path), every one checked first."""
+        for number, text in enumerate(moves, 1):
+            path = parse_move_path(self.rules, text)
+            where = f"move {number} {excerpt(text)} (ply {state.ply}, player {state.to_move})"
+            if state.is_terminal():
+                raise ProtocolError(f"{where}: the game is already over (result {state.result():+d})")
+            move = (path[0], path[-1])
+            if move not in state.legal_moves():
+                raise ProtocolError(f"{where} is not legal: {self._why_illegal(state, move)}")
+            if len(path) > 2 and not is_witness_path(self.rules, state.board, path):
+                legs = f"a chain of legal single hops from {path[0]} to {path[-1]}"
+                raise ProtocolError(f"{where}: its path is not {legs}")
+            state.play(move)
+        return state
+
+    def _why_illegal(self, state: Any, move: Move) -> str:
+        s, e = move
+        if move == PASS:
+            if self.rules.is_star:
+                return "the star has no pass (a side with no legal move ends the game)"
+            return "a pass is legal only when the side to move has no other move"
+        if state.board[s] == -1:
+            return f"cell {s} is empty"
+        if state.board[s] != state.to_move:
+            return f"the piece on cell {s} is player {state.board[s]}'s"
+        if state.board[e] != -1:
+            return f"cell {e} is occupied"
+        return f"no step or chain of hops the rules allow leads from {s} to {e}"
+
     def _follow(self, position: Position) -> None:
         """Move the game state to ``position``, playing the recognised moves onto it."""
+        line = self._line_to(position)
+        if line is None:  # not reachable: a new game from here
+            self.state = new_state(self.rules, position)
+            self.player.reset()
+            self._last_bestmove = None
+            return
+        for m in line:
+            self.state.play(m)
+
+    def _line_to(self, position: Position) -> list[Move] | None:
+        """The moves that take the game to ``position``: none when it is the current position,
+        one legal move, or our last ``bestmove`` and one reply; None when it is none of these."""
         state = self.state
         if self._matches(state, position):
-            return
+            return []
         candidates: Iterable[list[Move]] = ([m] for m in state.legal_moves())
         if self._last_bestmove is not None and self._last_bestmove in state.legal_moves():
             ours = self._last_bestmove
@@ -208,13 +272,16 @@ class CCPEngine:
         for line in candidates:
             for m in line:
                 state.play(m)
-            if self._matches(state, position):
-                return
+            found = self._matches(state, position)
             for _ in line:
                 state.undo()
-        self.state = new_state(self.rules, position)  # not reachable: a new game from here
-        self.player.reset()
-        self._last_bestmove = None
+            if found:
+                return line
+        return None
+
+    @staticmethod
+    def _position_of(state: Any) -> Position:
+        return Position(tuple(state.board), state.to_move, state.ply)
 
     @staticmethod
     def _matches(state: Any, position: Position) -> bool:

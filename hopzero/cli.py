@@ -462,7 +462,8 @@ def _add_play(sub: Any) -> None:
     p = sub.add_parser("play", help="play against a player in the terminal")
     _add_preset(p)
     p.add_argument("--player", default="greedy", metavar="SPEC", help="your opponent (default greedy)")
-    p.add_argument("--side", choices=("x", "o"), default="x", help="x moves first from the bottom (default x)")
+    p.add_argument("--side", choices=("x", "o"), default="x",
+                   help="x moves first, from the bottom (the star: from the top; default x)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="the opponent's seed (default 0)")
     p.add_argument("--color", action="store_true", help="colour the board (default: only on a terminal)")
     p.set_defaults(func=_cmd_play)

@@ -1,24 +1,37 @@
 """``hopzero play``: a person plays against any player in the terminal.
 
 The board is drawn as the real diamond with cell names; the person types moves in the human
-notation (``12.1-10.1``) or as cell indices (``41-27``); anything else is answered with the
+notation (``12.1-10.1``) or as cell indices (``41-27``). The 121-hole star is drawn as the star
+with a second star of cell numbers beside it; moves are cell indices, ``s-e`` or a hop chain's
+path ``s-a-b-e`` (each leg must be a hop the rules allow). Anything else is answered with the
 reason and a new prompt. After each of its moves the computer shows its thinking when it has
 any (a search player: its top moves with visit share and its estimated win chance).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from ccengine import PASS, NotationError, Rules, format_move, new_state, parse_human_move, render_board
-from ccengine.render import cell_name
+from ccengine.notation import format_star_path, parse_move_path
 from ccengine.players import Player, SeedLike, make_player
+from ccengine.reference import is_witness_path, move_path
+from ccengine.render import cell_name
 
 __all__ = ["play_terminal"]
 
 Move = tuple[int, int]
 _HELP = "type a move as 'R.P-R.P' (diamond row.position) or 's-e' (cell indices); 'moves' lists them; 'quit' ends"
+_STAR_HELP = (
+    "type a move as 's-e' or a hop chain's path 's-a-b-e' (the cell numbers of the star on the right); "
+    "'moves' lists them; 'quit' ends"
+)
+
+
+def _help(rules: Rules) -> str:
+    return _STAR_HELP if rules.is_star else _HELP
 
 
 def _describe_result(result: int, human: int) -> str:
@@ -55,7 +68,9 @@ def play_terminal(
     state = new_state(rules)
     last: Move | None = None
     names = {human_side: "you", 1 - human_side: f"computer ({player_spec})"}
-    out.write(f"hopzero play: {rules.name}; you play {'xo'[human_side]} ({'bottom' if human_side == 0 else 'top'}). {_HELP}\n")
+    # player 0 starts at the bottom of the diamond and at the top (north) of the star
+    where = "top" if (human_side == 0) == rules.is_star else "bottom"
+    out.write(f"hopzero play: {rules.name}; you play {'xo'[human_side]} ({where}). {_help(rules)}\n")
     while not state.is_terminal():
         out.write("\n" + render_board(rules, state.board, last_move=last, labels=True, color=color) + "\n")
         out.write(f"ply {state.ply}, {names[state.to_move]} to move ({'xo'[state.to_move]})\n")
@@ -67,7 +82,7 @@ def play_terminal(
         else:
             thoughts = _thinking(rules, computer, state)
             move = computer.select(state)
-            out.write(f"computer plays {format_move(rules, move)} ({format_move(rules, move, style='index')})\n")
+            out.write(f"computer plays {_computer_move(rules, state, move)}\n")
             if thoughts:
                 out.write(thoughts + "\n")
         state.play(move)
@@ -77,10 +92,24 @@ def play_terminal(
     return int(state.result())
 
 
+def _computer_move(rules: Rules, state: Any, move: Move) -> str:
+    """The computer's move as the person types it: the star's as its witness path."""
+    if rules.is_star:
+        return format_star_path(move_path(rules, state.board, move))
+    return f"{format_move(rules, move)} ({format_move(rules, move, style='index')})"
+
+
+def _read_move(rules: Rules, text: str) -> tuple[int, ...]:
+    """The cells of the move a person typed: its two ends, or on the star maybe a hop path."""
+    if not rules.is_star:
+        return parse_human_move(rules, text)
+    return parse_move_path(rules, re.sub(r"\s*(?:->|-|\s)\s*", "-", text))
+
+
 def _ask_move(rules: Rules, state: Any, read: Callable[[str], str], out: TextIO) -> Move | None:
     """Prompt until the person types a legal move; None when they quit."""
     legal = state.legal_moves()
-    if legal == [PASS]:
+    if legal == [PASS]:  # the rhombus only: the star has no pass (no legal move ends the game)
         out.write("you have no legal move and pass\n")
         return PASS
     while True:
@@ -91,18 +120,23 @@ def _ask_move(rules: Rules, state: Any, read: Callable[[str], str], out: TextIO)
         if text in ("quit", "resign", "q"):
             return None
         if text in ("help", "?", ""):
-            out.write(_HELP + "\n")
+            out.write(_help(rules) + "\n")
             continue
         if text == "moves":
             out.write(", ".join(format_move(rules, m) for m in legal) + "\n")
             continue
         try:
-            move = parse_human_move(rules, text)
+            path = _read_move(rules, text)
         except NotationError as exc:
             out.write(f"not a move: {exc}\n")
             continue
+        move = (path[0], path[-1])
         if move not in legal:
             out.write(f"illegal: {_why_illegal(rules, state, move)}; 'moves' lists the legal ones\n")
+            continue
+        if len(path) > 2 and not is_witness_path(rules, state.board, path):
+            out.write(f"illegal: the path {format_star_path(path)} is not a chain of single hops the rules allow "
+                      f"(the move {format_star_path(move)} is legal: type it without the path)\n")
             continue
         return move
 

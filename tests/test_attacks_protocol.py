@@ -69,6 +69,8 @@ GARBAGE = {
     "empty line": b"",
     "blank line": b" \t ",
     "unknown command": b"fly",
+    "illegal move after startpos": b"position startpos moves 0-48",
+    "a hop path of non-hops": f"position cells {cells_text(MID)} player 0 ply 6 moves 1-2-3".encode(),
     "long unknown command": b"fly" + b"y" * 4000,
     "10 MB line": b"go nodes " + b"7" * 10_000_000,
     "10 MB token with spaces": b"fly " + b"a " * 5_000_000,
@@ -89,6 +91,86 @@ def test_garbage_gives_one_short_error_line_and_changes_nothing(engine):
         assert _snapshot(e) == before, name  # same position, same game
     e.send("go nodes 1")
     assert _legal(MID, e.until("bestmove")[-1])
+    assert e.close() == 0
+    assert "Traceback" not in e.stderr()
+
+
+# --- the same on the star: COMPACT121 positions and moves with witness paths --------------------
+
+STAR = preset("star2")
+
+
+def _star_midgame():
+    """A star2 state eight plies in, player 0 to move."""
+    state = new_state(STAR)
+    players = [make_player("greedy-stochastic", STAR, seed=s) for s in (1, 2)]
+    for _ in range(8):
+        state.play(players[state.to_move].select(state))
+    return state
+
+
+STAR_MID = _star_midgame()
+_START121 = cells_text(new_state(STAR))
+_MID121 = cells_text(STAR_MID)
+
+
+def _star_cells(cells: str, player: str = "0", ply: str = "0") -> bytes:
+    return f"position cells {cells} player {player} ply {ply}".encode()
+
+
+#: Bad star input and a word its error line must contain (what is wrong, in the engine's words).
+STAR_GARBAGE = {
+    "120 cells": (_star_cells(_START121[:-1]), "has 120 characters"),
+    "122 cells": (_star_cells(_START121 + "."), "has 122 characters"),
+    "a rhombus board": (_star_cells(cells_text(new_state(RULES))), "has 49 characters"),
+    "9 pieces of player 0": (_star_cells(_START121.replace("0", ".", 1)), "9 pieces of player 0"),
+    "11 pieces of player 1": (_star_cells(_START121.replace(".", "1", 1)), "11 pieces of player 1"),
+    "a piece of player 2": (_star_cells(_START121.replace("0", "2", 1)), "piece of player 2"),
+    "a piece of player 5": (_star_cells(_MID121.replace("1", "5", 1)), "piece of player 5"),
+    "rhombus letters": (_star_cells(_START121.replace("0", "x")), "contains 'x'"),
+    "player 2": (_star_cells(_START121, player="2"), "player '2' is unknown"),
+    "player 5": (_star_cells(_START121, player="5"), "player '5' is unknown"),
+    "player x": (_star_cells(_START121, player="x"), "player 'x' is unknown"),
+    "player 00": (_star_cells(_START121, player="00"), "player '00' is unknown"),
+    "ply a word": (_star_cells(_START121, ply="ten"), "ply 'ten' is not an integer"),
+    "ply past the star's limit": (_star_cells(_START121, ply="241"), "at most 240"),
+    "negative ply": (_star_cells(_START121, ply="-1"), "at least 0"),
+    "superscript ply": (_star_cells(_START121, ply="²"), "not ASCII"),
+    "no ply": (f"position cells {_START121} player 0".encode(), "position must be"),
+    "a move nobody can make": (b"position startpos moves 0-60", "not legal: no step or chain"),
+    "the opponent's piece": (b"position startpos moves 111-102", "player 1's"),
+    "an empty cell": (b"position startpos moves 10-22", "cell 10 is empty"),
+    "a move onto a piece": (b"position startpos moves 3-7", "cell 7 is occupied"),
+    "the second move illegal": (b"position startpos moves 3-14 3-16", "move 2 '3-16'"),
+    "a hop path that is no path": (b"position startpos moves 3-14-16", "not a chain of legal single hops"),
+    "a path that loops": (b"position startpos moves 3-16-3-16", "not a chain of legal single hops"),
+    "a pass on the star": (b"position startpos moves pass", "the star has no pass"),
+    "a cell off the star": (b"position startpos moves 3-121", "at most 120"),
+    "a dangling dash": (b"position startpos moves 3-", "cell ''"),
+    "one cell": (b"position startpos moves 3", "joined by '-'"),
+    "3000-digit cell": (b"position startpos moves 3-" + b"9" * 3000, "(3000 characters)"),
+    "a move after the game's end": (
+        b"position startpos moves 3-14 111-102 14-3 102-111 3-14 111-102 14-3 102-111 3-14",
+        "move 9 '3-14' (ply 8, player 0): the game is already over (result +0)",
+    ),
+}
+
+
+def test_star_garbage_gives_one_named_error_line_and_changes_nothing(engine):
+    """Every bad star line in turn, to one star2 engine: one short error line that names the
+    problem, the position and game untouched, the engine still playing."""
+    e = engine("--preset", "star2", "--player", "greedy-stochastic")
+    e.send(f"position cells {_MID121} player {STAR_MID.to_move} ply {STAR_MID.ply}")
+    before = _snapshot(e)
+    for name, (garbage, words) in STAR_GARBAGE.items():
+        e.send(garbage)
+        e.send("isready")
+        lines = e.until("readyok")
+        assert len(lines) == 2 and lines[0].startswith("info string error "), (name, lines[0][:MAX_ERROR_LINE])
+        assert words in lines[0] and len(lines[0]) <= MAX_ERROR_LINE, (name, lines[0][:MAX_ERROR_LINE])
+        assert _snapshot(e) == before, name
+    e.send("go nodes 1")
+    assert _legal(STAR_MID, e.until("bestmove")[-1])
     assert e.close() == 0
     assert "Traceback" not in e.stderr()
 

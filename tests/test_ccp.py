@@ -62,6 +62,25 @@ def test_startpos_and_hop_paths(engine):
     assert path == move_path(rules, state.board, (path[0], path[-1]))
 
 
+def test_startpos_with_moves_gives_the_game(engine):
+    """``position startpos moves ...`` (our extension): the moves as ``s-e`` or witness paths."""
+    rules = preset("cc49")
+    state = new_state(rules)
+    players = [make_player("greedy-stochastic", rules, seed=s) for s in (8, 9)]
+    written = []
+    for _ in range(7):
+        move = players[state.to_move].select(state)
+        path = move_path(rules, state.board, move)
+        written.append("-".join(map(str, path if len(written) % 2 else move)))
+        state.play(move)
+    e = engine("--preset", "cc49", "--player", "greedy")
+    e.send("position startpos moves " + " ".join(written))
+    e.send("go nodes 1")
+    best = [int(c) for c in e.until("bestmove")[-1].split()[1].split("-")]
+    assert (best[0], best[-1]) in state.legal_moves()
+    assert e.close() == 0
+
+
 def test_analyze_reports_json(engine):
     e = engine("--preset", "cc49", "--player", "greedy-stochastic")
     e.send("position startpos")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from ccengine import preset
+from ccengine import move_path, new_state, preset
+from ccengine.reference import is_witness_path
 from hopzero.play import play_terminal
 
 
@@ -55,3 +57,70 @@ def test_play_rejects_an_unknown_player_in_one_line():
     exe = Path(sys.executable).with_name("hopzero")
     proc = subprocess.run([str(exe), "play", "--player", "deep-blue"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown player" in proc.stderr
+
+
+def test_a_whole_star2_game_typed_with_hop_paths():
+    """A scripted person on the star, as o (the computer opens): garbled and illegal moves first,
+    then greedy moves typed as whole witness paths; one hop chain first with a wrong path."""
+    rules = preset("star2")
+    out = io.StringIO()
+    shadow = new_state(rules)  # the person's view of the game, from what the terminal showed
+    seen = [0]
+    mistakes = ["1.1-2.1", "111-60", "moves", "5-17"]
+    typed_chains: list[list[int]] = []
+
+    def read(prompt: str) -> str:
+        shown = [line.split()[2] for line in out.getvalue().splitlines() if line.startswith("computer plays ")]
+        for text in shown[seen[0] :]:
+            path = [int(c) for c in text.split("-")]
+            assert is_witness_path(rules, shadow.board, path), text  # the computer shows its path
+            shadow.play((path[0], path[-1]))
+        seen[0] = len(shown)
+        if mistakes:
+            return mistakes.pop(0)
+        move = max(shadow.legal_moves(), key=lambda m: (rules.geometry.forward_distance(1, m), m))
+        path = move_path(rules, shadow.board, move)
+        if len(path) > 2 and not typed_chains:
+            wrong = next(
+                [path[0], x, path[-1]]
+                for x in range(rules.cells)
+                if shadow.board[x] == -1 and not is_witness_path(rules, shadow.board, [path[0], x, path[-1]])
+            )
+            typed_chains.append(path)
+            return "-".join(map(str, wrong))
+        if len(path) > 2:
+            typed_chains.append(path)
+        shadow.play(move)
+        return "-".join(map(str, path))
+
+    result = play_terminal(rules, "greedy-stochastic", human_side=1, seed=3, read=read, out=out)
+    text = out.getvalue()
+    assert "you play o (bottom)" in text and "118 119" in text  # the star with its numbers
+    assert "not a move: move '1.1-2.1'" in text
+    assert "illegal: the piece cannot reach that cell" in text
+    assert "illegal: that piece is not yours" in text
+    assert "illegal: the path " in text and "is not a chain of single hops" in text
+    assert len(typed_chains) >= 2  # the refused path, then chains typed whole and accepted
+    assert int(re.findall(r"^ply (\d+),", text, re.MULTILINE)[-1]) > 20
+    assert result in (-1, 0, 1)
+    assert any(end in text for end in ("You win!", "The computer wins.", "The game is a draw."))
+
+
+def test_play_command_on_the_star():
+    exe = Path(sys.executable).with_name("hopzero")
+    proc = subprocess.run(
+        [str(exe), "play", "--preset", "star2", "--player", "greedy", "--side", "o"],
+        input="3-14\n111-102\n112-60\nbogus\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any(line.endswith("98  99 100 101 102 103 104 105 106 107 108 109 110") for line in lines)
+    board = [line for line in lines if re.fullmatch(r"[ .xoXO*0-9]+", line)]
+    assert len(board) == 4 * 17 and max(map(len, board)) <= 80  # the board and its numbers fit a terminal
+    assert proc.stdout.count("computer plays") == 2
+    assert "illegal: that piece is not yours" in proc.stdout
+    assert "illegal: the piece cannot reach" in proc.stdout and "not a move:" in proc.stdout
+    assert "You resign." in proc.stdout and "Traceback" not in proc.stderr

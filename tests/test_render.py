@@ -197,3 +197,45 @@ def test_notation_errors_for_cells():
         format_move(rules, (0, 99), style="index")
     with pytest.raises(ValueError, match="style"):
         format_move(rules, (0, 1), style="fancy")
+
+
+# --- the star ----------------------------------------------------------------------------------
+
+
+def test_star_shape_neighbours_and_numbers():
+    """The star drawn with its cell numbers beside it: 17 rows, within 80 columns, every number
+    once, and every hex neighbour one row up or down half a cell over, or beside in the row."""
+    rules = preset("star2")
+    geo = rules.geometry
+    text = render_board(rules, geo.start_board(), labels=True)
+    lines = text.splitlines()
+    assert len(lines) == 17 and max(map(len, lines)) <= 80
+    board = [line[:25] for line in lines]
+    assert [len(line.split()) for line in board] == [1, 2, 3, 4, 13, 12, 11, 10, 9, 10, 11, 12, 13, 4, 3, 2, 1]
+    assert all(set(line.split()) == {"x"} for line in board[:4])
+    assert all(set(line.split()) == {"o"} for line in board[-4:])
+    assert "".join(board).count("x") == "".join(board).count("o") == 10
+    where: dict[int, tuple[int, int]] = {}
+    for y, line in enumerate(lines):
+        for m in re.finditer(r"\d+", line[25:]):
+            where[int(m.group())] = (y, m.end())
+    assert sorted(where) == list(range(121))
+    for i in range(rules.cells):
+        for j in geo.step[i]:
+            if j >= 0:
+                dy, dx = where[j][0] - where[i][0], where[j][1] - where[i][1]
+                assert (abs(dy), abs(dx)) in {(1, 2), (0, 4)}, (i, j)
+
+
+def test_star_last_move_and_cell_names():
+    rules = preset("star2")
+    state = ReferenceState(rules)
+    state.play((3, 16))
+    lines = render_board(rules, state.board, last_move=(3, 16)).splitlines()
+    assert lines[2] == "          * x x" and lines[4] == ". . . . . . X . . . . . ."
+    assert cell_name(rules, 120) == "120"
+    assert format_move(rules, (3, 16)) == "3-16" == format_move(rules, (3, 16), "index")
+    assert parse_human_move(rules, "3 -> 16") == (3, 16)
+    for text in ("1.1-2.1", "3-999"):
+        with pytest.raises(NotationError):
+            parse_human_move(rules, text)
