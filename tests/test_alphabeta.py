@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 
 import pytest
+from test_cli import hopzero_command
 
 from ccengine import _core
 from ccengine._alphabeta import MATE, AlphaBetaSearch
@@ -311,7 +311,7 @@ def test_good_specs_build_the_player():
 
 
 def test_match_on_the_command_line_with_and_without_parallel():
-    args = [sys.executable, "-m", "hopzero.cli", "match", "--preset", "small-5-6", "--a", "alphabeta:depth=2",
+    args = [*hopzero_command(), "match", "--preset", "small-5-6", "--a", "alphabeta:depth=2",
             "--b", "greedy", "--games", "4", "--seed", "1", "--json"]
     results = []
     for extra in ([], ["--parallel", "4"]):
