@@ -48,6 +48,15 @@ def _started(info: dict[str, Any]) -> float | None:
         return None
 
 
+def _records(path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """The objects of a JSONL log; an unreadable file is a note and no records."""
+    try:
+        return [r for r in read_jsonl(path) if isinstance(r, dict)]
+    except (OSError, ValueError) as exc:
+        notes.append(f"{path.name}: {exc.__class__.__name__}")
+        return []
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -61,7 +70,7 @@ def run_summary(index: int, path: Path) -> dict[str, Any]:
         info = loaded if isinstance(loaded, dict) else {}
     except (OSError, ValueError) as exc:
         notes.append(f"run.json: {exc.__class__.__name__}")
-    evaluations = [e for e in read_jsonl(path / "evaluations.jsonl") if isinstance(e, dict)]
+    evaluations = _records(path / "evaluations.jsonl", notes)
     start = _started(info)
     walls = [w for e in evaluations if (w := _number(e.get("wall"))) is not None]
     if start is None and walls:
@@ -86,7 +95,7 @@ def run_summary(index: int, path: Path) -> dict[str, Any]:
     promotions = [
         {"version": p.get("version"), "promoted_at": p.get("promoted_at"), "score": _number(p.get("score")),
          "games": p.get("games")}
-        for p in read_jsonl(path / "promotions.jsonl") if isinstance(p, dict)
+        for p in _records(path / "promotions.jsonl", notes)
     ][-MAX_ROWS:]
     ratings: list[dict[str, Any]] = []
     if (path / "elo.json").is_file():
