@@ -514,7 +514,9 @@ def serve(
     if not loopback:
         out.write(f"hopzero serve: listening on {host}: anyone who can reach this address can use the server\n")
     out.flush()
-    config = uvicorn.Config(app, log_level="warning", ws_max_size=limits.max_body_bytes, lifespan="off")
+    # open websockets (a page left open) must not hold a Ctrl-C or a SIGTERM up for long
+    config = uvicorn.Config(app, log_level="warning", ws_max_size=limits.max_body_bytes, lifespan="off",
+                            timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

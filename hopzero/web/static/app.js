@@ -154,7 +154,8 @@ function drawArrows(svg) {
     const x2 = b[0] - (dx / len) * shrink, y2 = b[1] - (dy / len) * shrink;
     el("line", { x1: a[0], y1: a[1], x2, y2, class: "arrow", "stroke-width": 0.05 + 0.18 * m.share,
       "stroke-opacity": 0.35 + 0.6 * m.share, "marker-end": "url(#head)" }, layer);
-    const lbl = el("text", { x: (a[0] + b[0]) / 2, y: (a[1] + b[1]) / 2, class: "arrow-label", "text-anchor": "middle" }, layer);
+    // the share sits near the arrow's head, where arrows from one piece part
+    const lbl = el("text", { x: a[0] + 0.72 * dx, y: a[1] + 0.72 * dy + 0.08, class: "arrow-label", "text-anchor": "middle" }, layer);
     lbl.textContent = `${Math.round(100 * m.share)}%`;
   }
 }
@@ -323,7 +324,7 @@ function showThought(t, final) {
   tbody.innerHTML = "";
   if (!t || t.value === null || t.value === undefined) {
     $("winbar-fill").style.width = "50%";
-    $("win-text").textContent = t ? "this player judges no positions" : "no search yet";
+    $("win-text").textContent = t ? "this player judges no positions: press Analyse" : "no search yet";
     $("think-info").textContent = "";
     draw();
     return;
