@@ -211,6 +211,29 @@ def test_a_stop_ends_a_search_early_and_the_engine_plays_its_best_so_far(client)
         assert msg["game"]["ply"] == 1
 
 
+def test_searches_beyond_the_limit_are_refused_not_queued(client):
+    first = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
+    second = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
+    with client.websocket_connect(f"/ws/games/{first['id']}") as ws1, \
+            client.websocket_connect(f"/ws/games/{second['id']}") as ws2:
+        ws1.send_text(json.dumps({"type": "reply"}))
+        assert ws1.receive_json()["type"] == "thinking"  # the one search allowed is running
+        ws2.send_text(json.dumps({"type": "reply"}))
+        msg = ws2.receive_json()
+        assert msg["type"] == "error" and "server is busy" in msg["error"] and "at most 1" in msg["error"]
+        ws1.send_text(json.dumps({"type": "reply"}))
+        while (msg := ws1.receive_json())["type"] == "thinking":
+            pass
+        assert "a search is running" in msg["error"]
+        r = client.post(f"/api/games/{first['id']}/undo")
+        assert "thinking" in r.json()["error"]
+        ws1.send_text(json.dumps({"type": "stop"}))
+        while (msg := ws1.receive_json())["type"] == "thinking":
+            pass
+        assert msg["type"] == "moved"
+    assert client.get(f"/api/games/{second['id']}").json()["game"]["ply"] == 0
+
+
 def test_a_search_is_cancelled_when_its_client_leaves(client):
     data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
     server = client.app.state.server
@@ -278,6 +301,14 @@ def test_size_limits(client):
     r = client.post(f"/api/games/{gid}/position", content=b'{"text": "' + b"." * 20000 + b'"}',
                     headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "too large" in r.json()["error"]
+
+    def streamed():
+        yield b'{"text": "'
+        yield b"." * 100
+        yield b'"}'
+
+    r = client.post(f"/api/games/{gid}/position", content=streamed(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 411 and "Content-Length" in r.json()["error"]
     with client.websocket_connect(f"/ws/games/{gid}") as ws:
         ws.send_text(json.dumps({"type": "analyze", "sims": 10, "pad": "." * 20000}))
         assert "too large" in ws.receive_json()["error"]

@@ -208,10 +208,9 @@ def create_app(run_dirs: list[str | Path] | None = None, limits: Limits | None =
         size = request.headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > server.limits.max_body_bytes):
             return _error(413, f"request body too large: at most {server.limits.max_body_bytes} bytes")
-        if request.method in ("POST", "PUT") and size is None:
-            body = await request.body()  # a chunked body: read it (bounded below) before the route
-            if len(body) > server.limits.max_body_bytes:
-                return _error(413, f"request body too large: at most {server.limits.max_body_bytes} bytes")
+        if request.method in ("POST", "PUT") and size is None and request.headers.get("transfer-encoding"):
+            # a streamed body of unknown length would have to be read before it could be judged
+            return _error(411, "a request body needs a Content-Length (streamed bodies are not accepted)")
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
