@@ -324,7 +324,7 @@ function showThought(t, final) {
   tbody.innerHTML = "";
   if (!t || t.value === null || t.value === undefined) {
     $("winbar-fill").style.width = "50%";
-    $("win-text").textContent = t ? "this player judges no positions: press Analyse" : "no search yet";
+    $("win-text").textContent = t ? "no win chance: press Analyse" : "no search yet";
     $("think-info").textContent = "";
     draw();
     return;
@@ -334,7 +334,7 @@ function showThought(t, final) {
   const xChance = mover === 0 ? t.win_chance : 1 - t.win_chance;
   $("winbar-fill").style.width = `${(100 * xChance).toFixed(1)}%`;
   $("win-text").textContent = `x ${(100 * xChance).toFixed(0)}% · o ${(100 * (1 - xChance)).toFixed(0)}%`;
-  const net = t.prior_value === null ? "" : `, evaluator's own value ${t.prior_value.toFixed(2)}`;
+  const net = t.prior_value === null ? "" : `; before search the evaluator gave ${"xo"[mover]} ${t.prior_value.toFixed(2)}`;
   $("think-info").textContent = `${t.simulations} simulations${final ? "" : " so far"}${t.stopped ? " (stopped)" : ""}${net}`;
   for (const m of t.top) {
     const tr = document.createElement("tr");
