@@ -11,6 +11,7 @@ Sub-commands (``--json`` prints one JSON object on stdout; other tools read thes
 - ``engine``: the CCP engine protocol on stdin/stdout (``hopzero.ccp``, docs/PROTOCOL.md).
 - ``dashboard build|render``: the Grafana dashboard JSON, or a PNG of its panels from Prometheus
   (``hopzero.dashboard``).
+- ``serve``: play, analyse and watch runs in a browser (``hopzero.web``, docs/WEB.md).
 
 Adding a command: write ``_add_NAME(subparsers)`` that builds its parser and sets
 ``func=_cmd_NAME``, and list it in ``_COMMANDS``. A mistake in the arguments (unknown preset or
@@ -559,11 +560,46 @@ def _cmd_dashboard_render(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# serve (the browser interface)
+# ---------------------------------------------------------------------------------------------
+
+#: Caps of ``hopzero serve``: simulations of one search, searches at once.
+SERVE_MAX_SIMULATIONS = 100_000
+SERVE_MAX_SEARCHES = 64
+
+
+def _add_serve(sub: Any) -> None:
+    p = sub.add_parser("serve", help="play, analyse and watch training runs in a browser (docs/WEB.md)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)")
+    p.add_argument("--port", type=_int_arg(0, 65535), default=8000, metavar="PORT",
+                   help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--run-dir", dest="run_dirs", action="append", default=[], metavar="DIR",
+                   help="a training run directory to watch and play against (repeatable)")
+    p.add_argument("--max-sims", type=_int_arg(1, SERVE_MAX_SIMULATIONS), default=2000, metavar="N",
+                   help="most simulations of one search (default 2000)")
+    p.add_argument("--max-searches", type=_int_arg(1, SERVE_MAX_SEARCHES), default=2, metavar="N",
+                   help="searches running at once over all clients (default 2)")
+    p.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from hopzero.web.app import serve
+    from hopzero.web.opponents import ChoiceError, Limits
+
+    limits = Limits(max_simulations=args.max_sims, max_searches=args.max_searches)
+    try:
+        return serve(args.host, args.port, args.run_dirs, limits, out=sys.stdout)
+    except ChoiceError as exc:
+        raise CliError(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
 _COMMANDS: tuple[Callable[[Any], None], ...] = (
-    _add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp, _add_dashboard,
+    _add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp, _add_dashboard, _add_serve,
 )
 
 
