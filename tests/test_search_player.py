@@ -166,7 +166,7 @@ def test_network_player_searches_with_the_c_its_model_was_trained_with(tiny_nets
     assert make_player(f"mcts:model={trained},c=2", rules, seed=0).config.c_puct == 2.0  # asked for
 
 
-@pytest.mark.parametrize(("name", "c_puct"), [("cc49", 1.0), ("paper", 1.0)])
+@pytest.mark.parametrize(("name", "c_puct"), [("cc49", 1.0), ("paper", 1.0), ("star2", 1.0)])
 def test_the_shipped_models_play_out_of_the_box(name, c_puct):
     torch = pytest.importorskip("torch")
     from learner.model_files import shipped_model_path
