@@ -147,6 +147,24 @@ def train(
         return _train(config, run_dir=run_dir, ray_address=ray_address, redis_url=redis_url, out=out)
 
 
+#: Set by the driver's Ctrl-C handler. The handler also raises ``KeyboardInterrupt``, but an
+#: exception raised where Python swallows it (logging's at-fork lock handlers while Ray forks
+#: its processes print "Exception ignored ... KeyboardInterrupt") would be lost: the driver
+#: checks this flag at its next step instead (:func:`_stop_if_ctrl_c`).
+_CTRL_C = threading.Event()
+
+
+def _on_ctrl_c(signum: int, frame: Any) -> None:
+    _CTRL_C.set()
+    raise KeyboardInterrupt
+
+
+def _stop_if_ctrl_c() -> None:
+    """Raise ``KeyboardInterrupt`` if a Ctrl-C came whose exception was swallowed on its way."""
+    if _CTRL_C.is_set():
+        raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def _ctrl_c_raises() -> Iterator[None]:
     """Ctrl-C raises ``KeyboardInterrupt`` in this (main) thread from the first moment on, whatever
@@ -155,7 +173,8 @@ def _ctrl_c_raises() -> Iterator[None]:
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _CTRL_C.clear()
+    signal.signal(signal.SIGINT, _on_ctrl_c)
     try:
         yield
     finally:
@@ -194,7 +213,8 @@ def _train(
                 else:
                     start_local_ray()
             if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGINT, signal.default_int_handler)  # in case Ray set its own
+                signal.signal(signal.SIGINT, _on_ctrl_c)  # in case Ray set its own
+        _stop_if_ctrl_c()
         resources = ray.cluster_resources()
         nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
         place = plan_placement(config, resources.get("CPU", 1.0), resources.get("GPU", 0.0), nodes)
@@ -212,6 +232,7 @@ def _train(
         ).remote()
         created.append(registry)
         system = _System(config, rundir, link, registry, f"{run_id}-registry", place, out, created)
+        _stop_if_ctrl_c()
         running = True
         return system.run(info)
     except KeyboardInterrupt:
@@ -436,6 +457,7 @@ class _System:
         try:
             while True:
                 time.sleep(cfg.run.progress_every_s)
+                _stop_if_ctrl_c()
                 self._revive()
                 snap = self._snapshot(time.monotonic() - start)
                 self.rundir.append("metrics.jsonl", snap)
