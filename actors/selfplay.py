@@ -51,6 +51,7 @@ import numpy as np
 
 from ccengine.encoding import PieceTracker, encoding_for
 from ccengine.engines import new_state
+from ccengine.eval_cache import DEFAULT_CAPACITY, EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult, UniformEvaluator
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
@@ -117,9 +118,9 @@ class SelfPlayWorker:
     ``seed``: every random choice (game seeds, noise, decisions, playout draws) follows from it.
     ``resign_threshold``: 0 = never resign (paper); else resign below ``-resign_threshold``.
     ``resign_playout_fraction``: share of games that never resign (false-resignation check).
-    ``device``/``threads``: where the network runs (an actor: one CPU thread). ``compile``:
-    ``torch.compile`` the network (``Inference``'s option: ~30 s on the first call, then faster;
-    weight swaps do not recompile), for long-lived actors.
+    ``device``/``threads``: where the network runs (an actor: one CPU thread). ``backend``: how
+    (``learner.backends.BACKENDS``; ``auto``: ONNX Runtime on CPU). ``eval_cache``: positions the
+    evaluation cache in front of the network keeps (``ccengine.eval_cache``; 0: no cache).
     ``uniform_until_weights``: play with uniform priors and zero values until the first
     :meth:`set_weights` (tests); otherwise :meth:`step` refuses to run without weights.
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
@@ -143,7 +144,8 @@ class SelfPlayWorker:
         resign_playout_fraction: float = 0.1,
         device: str = "cpu",
         threads: int | None = 1,
-        compile: bool | str = False,
+        backend: str = "auto",
+        eval_cache: int = DEFAULT_CAPACITY,
         uniform_until_weights: bool = False,
         evaluator: Evaluator | None = None,
     ) -> None:
@@ -168,8 +170,9 @@ class SelfPlayWorker:
         self._rng = np.random.default_rng(self.seed)
 
         self.encoding = encoding_for(rules, encoding, history=history)
-        self.network = self._build_network(net_config, device, threads, compile) if evaluator is None else None
+        self.network = self._build_network(net_config, device, threads, backend) if evaluator is None else None
         self._override = evaluator
+        self.cache = EvaluationCache(self.network, eval_cache) if self.network is not None and eval_cache > 0 else None
         self._timed = TimedEvaluator(evaluator if evaluator is not None else UniformEvaluator())
         self.model_version = -1
         self._has_weights = False
@@ -200,7 +203,7 @@ class SelfPlayWorker:
 
     # -- network ---------------------------------------------------------------------------------
 
-    def _build_network(self, net_config: Any, device: str, threads: int | None, compile: bool | str) -> Any:
+    def _build_network(self, net_config: Any, device: str, threads: int | None, backend: str) -> Any:
         from learner.inference import Inference
         from learner.model import PolicyValueNet
         from learner.network_evaluator import NetworkEvaluator
@@ -211,7 +214,7 @@ class SelfPlayWorker:
                 f"encoding {self.encoding.name!r} with history {self.history} "
                 f"(in_planes {self.encoding.in_planes}, policy {self.encoding.policy_size})"
             )
-        inference = Inference(PolicyValueNet(net_config), device=device, threads=threads, compile=compile)
+        inference = Inference(PolicyValueNet(net_config), backend=backend, device=device, threads=threads)
         return NetworkEvaluator(self.rules, self.encoding, inference)
 
     def set_weights(self, version: int, arrays: Mapping[str, np.ndarray]) -> None:
@@ -221,8 +224,10 @@ class SelfPlayWorker:
         if self.network is not None:
             load_weights_into(self.network.inference.model, arrays)
             self.network.inference.refresh()
+            if self.cache is not None:
+                self.cache.clear()  # the old network's answers
             if self._override is None:
-                self._timed.inner = self.network
+                self._timed.inner = self.cache if self.cache is not None else self.network
         self.model_version = int(version)
         self._has_weights = True
 
@@ -423,4 +428,7 @@ class SelfPlayWorker:
             "other_s": max(0.0, self._step_s - self._search_s - net_s),
             "simulations_per_s": self._simulations / self._step_s if self._step_s else 0.0,
             "evaluations_per_s": self._timed.rows / self._step_s if self._step_s else 0.0,
+            "eval_cache_lookups": self.cache.lookups if self.cache is not None else 0,
+            "eval_cache_hits": self.cache.hits if self.cache is not None else 0,
+            "eval_cache_hit_rate": self.cache.hit_rate if self.cache is not None else 0.0,
         }

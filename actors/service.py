@@ -86,6 +86,8 @@ class SelfPlayService:
             seed=seed,
             resign_threshold=selfplay.resign_threshold,
             resign_playout_fraction=selfplay.resign_playout_fraction,
+            backend=network.backend,
+            eval_cache=selfplay.eval_cache,
         )
         s1 = stage1
         self.heuristic = (
@@ -171,6 +173,7 @@ class SelfPlayService:
         self.metrics.inc("hopzero_selfplay_simulations", sims - sims0, actor=self.name)
         self.metrics.set("hopzero_selfplay_sims_per_second", self._sims_per_s, actor=self.name)
         self.metrics.set("hopzero_selfplay_model_version", self.worker.model_version, actor=self.name)
+        self.metrics.set("hopzero_selfplay_eval_cache_hit_rate", s["eval_cache_hit_rate"], actor=self.name)
 
     def _heuristic_positions(self) -> int:
         return int(self.heuristic.stats().get("positions", 0)) if self.heuristic is not None else 0
@@ -190,5 +193,6 @@ class SelfPlayService:
             "sims_per_s": self._sims_per_s,
             "positions_per_s": self._positions_per_s,
             "model_version": self.worker.model_version,
+            "eval_cache_hit_rate": s["eval_cache_hit_rate"],
             "stage": 2 if self.worker.has_weights else 1,
         }

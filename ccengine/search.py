@@ -363,7 +363,10 @@ class BatchedSearch:
                 if forest.pending_simulations() == 0:
                     return
                 continue  # every descent of this round ended in a finished game
-            args = (self._pieces[:n], self._to_move[:n], self._legal[:n], self._counts[:n])
+            # Only as many columns as the widest row (a small copy): less for the evaluator to mask.
+            width = max(1, int(self._counts[:n].max()))
+            legal = np.ascontiguousarray(self._legal[:n, :width])
+            args = (self._pieces[:n], self._to_move[:n], legal, self._counts[:n])
             if wants_states:
                 priors, values = evaluator.evaluate(*args, states=self._states[:n])  # type: ignore[call-arg]
             else:

@@ -146,6 +146,7 @@ class EvaluatorService:
             sims=self.evaluation.simulations,
             c_puct=self.c_puct,
             threads=1,
+            backend=self.network.backend,
             name=name,
         )
 

@@ -27,7 +27,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from learner.backends import resolve_backend
 from learner.model import NetConfig, PolicyValueNet, load_net
+from learner.onnx_backend import OnnxRunner
 
 __all__ = ["Evaluation", "Inference", "masked_priors", "resolve_device"]
 
@@ -67,6 +69,11 @@ class Inference:
 
     Parameters (keyword-only after ``model``):
 
+    - ``backend``: one of ``learner.backends.BACKENDS`` (default ``auto``: ONNX Runtime on CPU, PyTorch on
+      CUDA). ``compile`` wraps the inference copy in ``torch.compile(dynamic=True)``: the first
+      call then compiles for about 30 s on CPU, worth it only for long-lived processes; weight
+      updates copy into the compiled module in place and do not recompile. ``onnx`` exports the
+      copy to an ONNX Runtime session (float32; a weight update re-exports it).
     - ``device``: ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
     - ``half``: run the network in float16 (CUDA only; default: on for CUDA). Priors are still
       computed in float32 from the logits.
@@ -75,11 +82,6 @@ class Inference:
     - ``threads``: if given, ``torch.set_num_threads(threads)``. This is process-wide: self-play
       actors run one thread each (``threads=1``) and parallelise across processes.
     - ``max_batch``: initial capacity of the pinned CUDA buffers (they grow on demand).
-    - ``compile``: wrap the inference copy in ``torch.compile(dynamic=True)`` (True, or a mode
-      string such as ``"max-autotune-no-cudagraphs"``). Off by default: the first call then
-      compiles for about 30 s on CPU, after which one-thread CPU throughput is about 2.5x at batch
-      1 and 1.3-1.8x at batch 64-256. Worth it for long-lived actors, not for tests. Weight updates
-      (:meth:`load_state_dict`) copy into the compiled module in place and do not recompile.
 
     ``evaluate`` runs a private inference copy; the wrapped ``model`` keeps its mode and modules.
     :meth:`load_state_dict` (new weights from the learner) loads into ``model`` and then
@@ -91,18 +93,20 @@ class Inference:
         self,
         model: PolicyValueNet,
         *,
+        backend: str = "auto",
         device: str | torch.device | None = "auto",
         half: bool | None = None,
         channels_last: bool | None = None,
         fuse: bool = True,
         threads: int | None = None,
         max_batch: int = 256,
-        compile: bool | str = False,
     ) -> None:
         self.device = resolve_device(device)
+        self.backend = resolve_backend(backend, self.device.type)
         self.cuda = self.device.type == "cuda"
-        self.half = bool(self.cuda if half is None else half) and self.cuda
-        self.channels_last = bool(self.cuda if channels_last is None else channels_last) and self.cuda
+        torch_on_cuda = self.cuda and self.backend != "onnx"
+        self.half = bool(self.cuda if half is None else half) and torch_on_cuda
+        self.channels_last = bool(self.cuda if channels_last is None else channels_last) and torch_on_cuda
         self.fuse = fuse
         if threads is not None:
             torch.set_num_threads(int(threads))
@@ -113,10 +117,13 @@ class Inference:
         self._capacity_m = 0
         self._base = self._build()
         self.net: torch.nn.Module = self._base
-        if compile:
-            mode = compile if isinstance(compile, str) else None
-            self.net = torch.compile(self._base, dynamic=True, mode=mode)  # type: ignore[assignment]
-        if self.cuda:
+        self._onnx: OnnxRunner | None = None
+        if self.backend == "compile":
+            self.net = torch.compile(self._base, dynamic=True)  # type: ignore[assignment]
+        elif self.backend == "onnx":
+            n_threads = torch.get_num_threads() if threads is None else int(threads)
+            self._onnx = OnnxRunner(self._base, device=self.device, threads=n_threads)
+        if torch_on_cuda:
             self._grow(max(1, max_batch), 64)
 
     # ---- construction -------------------------------------------------------------------------
@@ -150,9 +157,12 @@ class Inference:
 
     def refresh(self) -> None:
         """Re-derive the inference copy from ``self.model`` (after its weights changed). The copy's
-        tensors are overwritten in place, so a compiled module stays compiled."""
+        tensors are overwritten in place, so a compiled module stays compiled; the ONNX session is
+        rebuilt from it."""
         with torch.no_grad():
             self._base.load_state_dict(self._build().state_dict())
+        if self._onnx is not None:
+            self._onnx.load(self._base)
 
     def load_state_dict(self, state_dict: Mapping[str, Tensor]) -> None:
         """Take new weights (an unfused ``PolicyValueNet`` state_dict) and rebuild."""
@@ -202,16 +212,22 @@ class Inference:
         self._check_indices(legal, mask)
         if planes.shape[0] == 0:
             return Evaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32))
-        if self.cuda:
+        if self.cuda and self._onnx is None:
             return self._evaluate_cuda(planes, legal, mask)
         with torch.inference_mode():
-            logits, values = self.net(torch.from_numpy(planes))
+            if self._onnx is not None:
+                logits_np, values_np = self._onnx(planes)
+                logits, values = torch.from_numpy(logits_np), torch.from_numpy(values_np)
+            else:
+                logits, values = self.net(torch.from_numpy(planes))
             priors = masked_priors(logits, torch.from_numpy(legal.astype(np.int64, copy=False)), torch.from_numpy(mask))
         return Evaluation(priors.numpy(), values.float().numpy())
 
     def logits(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unmasked ``(policy logits (B, policy_size), values (B,))`` as float32 numpy arrays."""
         planes = np.ascontiguousarray(planes, dtype=np.float32)
+        if self._onnx is not None:
+            return self._onnx(planes)
         with torch.inference_mode():
             x = torch.from_numpy(planes).to(self.device, dtype=self._dtype)
             if self.channels_last:

@@ -32,6 +32,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_selfplay_simulations": ("counter", "Tree-search simulations run", ("actor",)),
     "hopzero_selfplay_sims_per_second": ("gauge", "Simulations per second of the actor", ("actor",)),
     "hopzero_selfplay_model_version": ("gauge", "Model version the actor plays with", ("actor",)),
+    "hopzero_selfplay_eval_cache_hit_rate": (
+        "gauge", "Share of the actor's leaf evaluations answered by its evaluation cache", ("actor",)
+    ),
     # replay buffer, as the learner sees it
     "hopzero_replay_window_positions": ("gauge", "Positions in the learner's replay window", ()),
     "hopzero_replay_window_capacity": ("gauge", "Positions the learner's replay window holds when full", ()),

@@ -46,6 +46,7 @@ from ccengine.encoding import ENCODINGS, plane_side, policy_size
 from ccengine.fields import check_fields, checked
 from ccengine.search import MAX_HISTORY
 
+from .backends import BACKENDS
 from .torch_files import DIGEST_KEY, check_digest, content_digest, read_torch_file, write_atomic
 
 __all__ = [
@@ -198,6 +199,9 @@ class NetworkConfig:
     """``paper`` (the seed's 7 planes) or ``general`` (side-to-move view, piece-ID planes)."""
     history: int = checked(3, ge=1, le=MAX_HISTORY)
     """States of history in the input (paper: 3)."""
+    backend: str = checked("auto", choices=BACKENDS)
+    """How self-play and evaluation run the network (``learner.backends``): ``auto`` is ONNX
+    Runtime on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -80,6 +80,7 @@ def load_network_evaluator(
     history: int | None = None,
     threads: int | None = 1,
     device: str = "cpu",
+    backend: str = "auto",
 ) -> NetworkEvaluator:
     """An evaluator for ``rules`` from a network file (``save_net`` format or a checkpoint).
 
@@ -87,6 +88,7 @@ def load_network_evaluator(
     checkpoint, or the ``encoding`` entry of a network file); ``encoding``/``history`` given
     here must agree with it. With ``source=None``: an untrained ``paper``-size network on the
     ``paper`` encoding (benchmarks; ``general`` on the star, which has no ``paper`` encoding).
+    ``backend``: how the network runs (``learner.backends``).
     """
     default = "general" if rules.is_star else "paper"
     if source is None:
@@ -107,7 +109,7 @@ def load_network_evaluator(
                 f"does not fit {rules.name} with encoding {enc_name!r} "
                 f"(input {enc.input_shape}, policy {enc.policy_size})"
             )
-    inference = Inference(model, device=device, threads=threads)
+    inference = Inference(model, backend=backend, device=device, threads=threads)
     evaluator = NetworkEvaluator(rules, enc, inference)
     if source is not None and isinstance(meta.get("c_puct"), (int, float)) and meta["c_puct"] >= 0:
         evaluator.c_puct = float(meta["c_puct"])

@@ -23,6 +23,7 @@ from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
 from ccengine.search_player import SearchPlayer, positive
 
+from .backends import backend_option
 from .model_files import resolve_model_source
 
 if TYPE_CHECKING:
@@ -51,16 +52,24 @@ def search_player_for(
 
 
 def network_player(
-    rules: Rules, seed: SeedLike, *, model: str = "", sims: int = 175, c: float | None = None, device: str = "cpu"
+    rules: Rules,
+    seed: SeedLike,
+    *,
+    model: str = "",
+    sims: int = 175,
+    c: float | None = None,
+    device: str = "cpu",
+    backend: str = "auto",
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
-    trained with (its file says), else the paper's 3.5."""
+    trained with (its file says), else the paper's 3.5. ``backend``: how the network runs
+    (``learner.backends``)."""
     if not model:
         c = SearchConfig().c_puct if c is None else c
         return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
-    evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device)
+    evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
     return search_player_for(rules, seed, evaluator, sims=sims, c=c)
 
 
@@ -76,6 +85,7 @@ def network_player_from_weights(
     seed: SeedLike = None,
     device: str = "cpu",
     threads: int | None = None,
+    backend: str = "auto",
     name: str = "mcts",
 ) -> SearchPlayer:
     """The network player from weights in memory: what ``mcts:model=FILE,sims=S`` plays when
@@ -85,7 +95,7 @@ def network_player_from_weights(
     keeps them, or tensors) for a network of ``net_config``. ``encoding``/``history``: the
     network's input. ``c_puct``: the exploration constant it was trained with (the run's
     ``search.c_puct``; no file here to say it). ``threads`` (None: leave torch's setting alone)
-    is process-wide, see ``Inference``.
+    is process-wide, see ``Inference``; ``backend``: how the network runs (``learner.backends``).
     """
     from ccengine.encoding import encoding_for
 
@@ -109,13 +119,13 @@ def network_player_from_weights(
             f"the network takes {model.config.in_planes} input planes; encoding {enc.name!r} "
             f"with history {enc.history} gives {enc.in_planes}"
         )
-    evaluator = NetworkEvaluator(rules, enc, Inference(model, device=device, threads=threads))  # checks the policy
+    evaluator = NetworkEvaluator(rules, enc, Inference(model, backend=backend, device=device, threads=threads))  # checks the policy
     return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 
 register_player(
     "mcts",
     network_player,
-    options={"model": str, "sims": positive(int), "c": positive(float), "device": str},
+    options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option},
     description="network-guided tree search (uniform prior and zero value without a model)",
 )

@@ -17,9 +17,9 @@ CASES = {
          "mean_legal_moves"},
     ),
     "selfplay": (
-        ("--preset", "small-4-3", "--games", "4", "--sims", "8", "--seconds", "0.2", "--seed", "1"),
-        {"sims_per_s_per_core", "nn_evals_per_s_per_core", "ratio", "batch_size", "search_share", "games",
-         "moves_searched", "simulations_per_move"},
+        ("--preset", "small-4-3", "--games", "4", "--sims", "8", "--seconds", "0.2", "--seed", "1",
+         "--backend", "eager,onnx", "--cache", "0,1000", "--rounds", "2"),
+        {"runs", "speedup", "games", "simulations_per_move", "preset", "encoding", "rounds"},
     ),
     "actor": (
         (*TINY_NET, "--games", "4", "--sims", "8", "--steps", "2", "--seed", "1"),
@@ -124,3 +124,14 @@ def test_a_bad_positions_file_names_its_line(tmp_path):
     positions.write_text(f"{START_CC49}\nxx/oo x\n")
     proc = run("bench", "movegen", "--positions", str(positions), check=False)
     assert proc.returncode == 2 and "line 2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_selfplay_setups_side_by_side():
+    data = run_json("bench", "selfplay", *CASES["selfplay"][0])
+    assert [(r["backend"], r["eval_cache"]) for r in data["runs"]] == [("eager", 0), ("onnx", 1000)]
+    assert data["speedup"][0] == 1.0 and data["speedup"][1] > 0
+    assert data["runs"][0]["cache_hit_rate"] == 0.0 and 0.0 <= data["runs"][1]["cache_hit_rate"] < 1.0
+    proc = run("bench", "selfplay", "--backend", "eager,onnx", "--cache", "0,1,2", check=False)
+    assert proc.returncode == 2 and "--backend names 2 setup(s) and --cache 3" in proc.stderr
+    proc = run("bench", "selfplay", "--backend", "eager,tpu", check=False)
+    assert proc.returncode == 2 and "unknown backend 'tpu'" in proc.stderr

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from ccengine.rules import Rules
-from hopzero.bench.common import ArgKit, Report
+from hopzero.bench.common import ArgKit, Report, add_backend_argument
 
 __all__ = ["NAME", "SUMMARY", "ActorBench", "add_arguments", "bench_actor", "run"]
 
@@ -34,7 +34,7 @@ class ActorBench:
     size: str
     encoding: str
     history: int
-    compile: bool
+    backend: str
     leaves_per_game: int
     torch_threads: int
     wall_s: float
@@ -58,10 +58,11 @@ def bench_actor(
     encoding: str = "general",
     history: int = 3,
     seed: int = 0,
-    compile: bool = False,
+    backend: str = "auto",
     leaves_per_game: int = 1,
 ) -> ActorBench:
-    """Time ``steps`` worker steps after the random opening (and one compile warm-up step)."""
+    """Time ``steps`` worker steps after the random opening (and one warm-up step, which a
+    ``compile`` backend spends compiling)."""
     import torch
 
     from actors.selfplay import SelfPlayWorker
@@ -74,10 +75,10 @@ def bench_actor(
     config = SearchConfig(num_simulations=sims, leaves_per_game=leaves_per_game)
     worker = SelfPlayWorker(rules, games=games, search=config, net_config=net, encoding=encoding,
                             history=history, run_id="bench", config_hash="bench", actor="bench", seed=seed,
-                            compile=compile)
+                            backend=backend)
     torch.manual_seed(seed)
     worker.set_weights(0, {k: v.numpy() for k, v in PolicyValueNet(net).state_dict().items()})
-    for _ in range(config.random_opening_plies + (1 if compile else 0)):  # opening; compile warm-up
+    for _ in range(config.random_opening_plies + 1):  # the opening, and a warm-up step
         worker.step()
     before = worker.stats()
     t0 = time.perf_counter()
@@ -90,7 +91,7 @@ def bench_actor(
                                           "network_s", "step_s")}
     return ActorBench(
         preset=rules.name, games=games, sims=sims, steps=steps, size=size, encoding=encoding, history=history,
-        compile=compile, leaves_per_game=leaves_per_game, torch_threads=torch.get_num_threads(),
+        backend=worker.network.inference.backend, leaves_per_game=leaves_per_game, torch_threads=torch.get_num_threads(),
         wall_s=round(wall, 3), records=records,
         simulations_per_s=round(d["simulations"] / wall, 1),
         evaluations_per_s=round(d["evaluator_rows"] / wall, 1),
@@ -103,7 +104,7 @@ def bench_actor(
 
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     """``--games``, ``--sims``, ``--steps``, ``--size``, ``--encoding``, ``--history``,
-    ``--leaves-per-game``, ``--compile``."""
+    ``--leaves-per-game``, ``--backend``."""
     from learner.model import SIZES
 
     p.add_argument("--games", type=kit.int_at_least(1), default=64, metavar="G", help="concurrent games (default 64)")
@@ -115,13 +116,13 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
                    help="positions of input history, general encoding (default 3)")
     p.add_argument("--leaves-per-game", type=kit.int_at_least(1), default=1, metavar="L",
                    help="leaves per game per network call (default 1)")
-    p.add_argument("--compile", action="store_true", help="torch.compile the network (slow first call)")
+    add_backend_argument(p)
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
     r = bench_actor(args.preset, games=args.games, sims=args.sims, steps=args.steps, size=args.size,
-                    encoding=args.encoding, history=args.history, seed=args.seed, compile=args.compile,
+                    encoding=args.encoding, history=args.history, seed=args.seed, backend=args.backend,
                     leaves_per_game=args.leaves_per_game)
     text = (
         f"{r.simulations_per_s:,.0f} simulations/s ({r.games} games, {r.size} network, {r.torch_threads} thread(s), "

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArgKit", "BenchError", "Report", "batch_sizes_arg", "device_arg", "machine"]
+__all__ = ["ArgKit", "BenchError", "Report", "add_backend_argument", "batch_sizes_arg", "device_arg", "machine"]
 
 
 class BenchError(Exception):
@@ -85,6 +85,15 @@ def device_arg(text: str) -> str:
         if index >= torch.cuda.device_count():
             raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return text
+
+
+def add_backend_argument(p: argparse.ArgumentParser) -> None:
+    """``--backend``: how the network runs (``learner.backends``)."""
+    from learner.backends import BACKENDS
+
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="network inference: auto (onnx on CPU, eager on CUDA), eager, compile (slow first "
+                        "call), onnx (default auto)")
 
 
 def batch_sizes_arg(text: str) -> list[int]:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ccengine.rules import Rules
-from hopzero.bench.common import ArgKit, Report, batch_sizes_arg, device_arg
+from hopzero.bench.common import ArgKit, Report, add_backend_argument, batch_sizes_arg, device_arg
 
 __all__ = ["NAME", "SUMMARY", "NetworkTiming", "add_arguments", "bench_network", "run"]
 
@@ -63,7 +63,7 @@ def bench_network(
 
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     """``--size``, ``--in-planes``, ``--batch``, ``--seconds``, ``--moves``, ``--threads``,
-    ``--device``, ``--compile``."""
+    ``--device``, ``--backend``."""
     from learner.model import SIZES
 
     p.add_argument("--size", choices=sorted(SIZES), default="paper", help="network size (default paper)")
@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
                    help="legal moves per position (default 40)")
     p.add_argument("--threads", type=kit.int_at_least(1), default=1, metavar="T", help="torch CPU threads (default 1)")
     p.add_argument("--device", type=device_arg, default="cpu", help="auto, cpu, cuda, cuda:N (default cpu)")
-    p.add_argument("--compile", action="store_true", help="torch.compile the network (slow first call)")
+    add_backend_argument(p)
 
 
 def run(args: argparse.Namespace) -> Report:
@@ -90,13 +90,13 @@ def run(args: argparse.Namespace) -> Report:
     config = NetConfig.for_rules(rules, args.in_planes, args.size)
     torch.manual_seed(args.seed)
     inference = Inference(PolicyValueNet(config), device=args.device, threads=args.threads,
-                          max_batch=max(args.batch), compile=args.compile)
+                          max_batch=max(args.batch), backend=args.backend)
     timings = [bench_network(inference, batch=b, seconds=args.seconds, moves=args.moves, seed=args.seed)
                for b in args.batch]
     data = {
         "preset": rules.name, "size": args.size, "in_planes": args.in_planes,
         "parameters": inference.model.num_parameters(), "device": str(inference.device),
-        "threads": torch.get_num_threads(), "half": inference.half, "compile": args.compile, "moves": args.moves,
+        "threads": torch.get_num_threads(), "half": inference.half, "backend": inference.backend, "moves": args.moves,
         "results": [asdict(t) for t in timings],
     }
     head = f"{rules.name}/{args.size} network ({data['parameters']:,} parameters) on {data['device']}, {data['threads']} thread(s):"

@@ -1,12 +1,16 @@
-"""``hopzero bench selfplay``: self-play search speed on one core, against the network alone.
+"""``hopzero bench selfplay``: self-play search speed on one core, side by side for several setups.
 
-G games are played concurrently on one core (PyTorch on one thread) by the batched search with
-the self-play settings (root noise, temperature schedule, tree reuse) and a network of random
-weights; finished games are replaced by new ones. In the same run the network alone is timed on
-batches of the size the search actually produced, so ``ratio`` (simulations per second over
-network evaluations per second) says how much the search costs on top of the network: 1.0 means
-nothing, 0.5 means as much as the network. The search runs here without the self-play actor
-around it (records, weight updates): ``hopzero bench actor`` times the actor.
+G games are played concurrently on one core (one thread) by the batched search with the self-play
+settings (root noise, temperature schedule, tree reuse) and a network of random weights; finished
+games are replaced by new ones. A *setup* is an inference backend and an evaluation-cache size
+(``--backend eager,onnx --cache 0,65536``: the first setup is eager PyTorch without a cache, the
+second ONNX Runtime with a cache); the setups take turns for ``--rounds`` rounds, each playing its
+own games on, so that a change of load on a shared machine falls on all of them, and ``speedup``
+is each setup's simulations per second over the first's. In the same run each setup's network is
+timed alone on batches of the size its search actually produced, so ``ratio`` (simulations per
+second over network evaluations per second) says how much the rest costs on top of the network:
+1.0 means nothing (more with a cache, which skips evaluations). The search runs here without the
+self-play actor around it (records, weight updates): ``hopzero bench actor`` times the actor.
 """
 
 from __future__ import annotations
@@ -19,26 +23,25 @@ from typing import Any
 import numpy as np
 
 from ccengine.engines import new_state
+from ccengine.eval_cache import DEFAULT_CAPACITY, EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, SearchConfig
-from hopzero.bench.common import ArgKit, Report
+from hopzero.bench.common import ArgKit, BenchError, Report
 
 __all__ = ["NAME", "SUMMARY", "SelfPlayBench", "add_arguments", "bench_selfplay", "run"]
 
 NAME = "selfplay"
-SUMMARY = "self-play search: simulations/s on one core, against the network alone"
+SUMMARY = "self-play search: simulations/s on one core, setups (backend, cache) side by side"
 
 
 @dataclass(frozen=True)
 class SelfPlayBench:
-    """What one run measured (``to_dict`` is the JSON the command prints). ``model`` is the
-    network's size (untrained), ``search_share`` the share of the time outside the evaluator."""
+    """What one setup measured (``to_dict`` is its JSON). ``model`` is the network's size
+    (untrained), ``search_share`` the share of the time outside the evaluator (and its cache)."""
 
-    preset: str
-    model: str
-    encoding: str
-    games: int
-    simulations_per_move: int
+    backend: str
+    eval_cache: int
+    cache_hit_rate: float
     seconds: float
     moves_searched: int
     games_finished: int
@@ -59,67 +62,85 @@ class SelfPlayBench:
         return data
 
 
+class _Setup:
+    """One setup's network, cache, search and games, played on round after round."""
+
+    def __init__(self, rules: Rules, backend: str, cache: int, *, games: int, simulations: int, encoding: str,
+                 seed: int) -> None:
+        import torch
+
+        from learner.network_evaluator import load_network_evaluator
+
+        torch.manual_seed(seed)  # the same random weights for every setup
+        self.rules = rules
+        self.network = load_network_evaluator(rules, None, encoding=encoding, threads=1, backend=backend)
+        self.cache = EvaluationCache(self.network, cache) if cache > 0 else None
+        self.timed = _TimedEvaluator(self.cache if self.cache is not None else self.network)
+        self.simulations = simulations
+        self.search = BatchedSearch(rules, games, SearchConfig(num_simulations=simulations),
+                                    history=self.network.encoding.history, rng=np.random.default_rng(seed))
+        self.states = [new_state(rules) for _ in range(games)]
+        for g, state in enumerate(self.states):
+            self.search.set_root(g, state)
+        self.elapsed = 0.0
+        self.moves_searched = self.finished = 0
+
+    def play(self, seconds: float) -> None:
+        """Search and play moves for about ``seconds``."""
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for g, result in enumerate(self.search.search(self.timed)):
+                if result is None:
+                    continue
+                self.moves_searched += result.searched
+                self.states[g].play(result.move)
+                if self.states[g].is_terminal():
+                    self.finished += 1
+                    self.states[g] = new_state(self.rules)
+                    self.search.set_root(g, self.states[g])
+                else:
+                    self.search.play(g, result.move)
+        self.elapsed += time.perf_counter() - start
+
+    def result(self, nn_seconds: float) -> SelfPlayBench:
+        timed = self.timed
+        return SelfPlayBench(
+            backend=self.network.inference.backend,
+            eval_cache=self.cache.capacity if self.cache is not None else 0,
+            cache_hit_rate=round(self.cache.hit_rate, 4) if self.cache is not None else 0.0,
+            seconds=round(self.elapsed, 3),
+            moves_searched=self.moves_searched,
+            games_finished=self.finished,
+            batch_size=round(timed.rows / max(timed.calls, 1), 2),
+            sims_per_s_per_core=round(self.moves_searched * self.simulations / self.elapsed, 1),
+            nn_evals_per_s_per_core=round(_network_alone(self.network, timed.last_inputs, min_seconds=nn_seconds), 1),
+            search_share=round(1.0 - timed.seconds / self.elapsed, 4),
+        )
+
+
 def bench_selfplay(
     rules: Rules,
     *,
+    setups: list[tuple[str, int]],
     games: int = 128,
     simulations: int = 175,
     seconds: float = 20.0,
+    rounds: int = 1,
     encoding: str = "paper",
     seed: int = 0,
-) -> SelfPlayBench:
-    """Run self-play with an untrained ``paper``-size network for about ``seconds``, then time the
-    network alone for a fifth of that (at least 3 calls)."""
+) -> list[SelfPlayBench]:
+    """Run self-play with an untrained ``paper``-size network for about ``seconds`` per setup
+    (``(backend, cache positions)``), the setups taking turns in ``rounds`` slices; then time
+    each network alone for a fifth of that (at least 3 calls)."""
     import torch
 
-    from learner.network_evaluator import load_network_evaluator
-
     torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    evaluator = load_network_evaluator(rules, None, encoding=encoding, threads=1)
-    rng = np.random.default_rng(seed)
-    config = SearchConfig(num_simulations=simulations)
-    search = BatchedSearch(rules, games, config, history=evaluator.encoding.history, rng=rng)
-    states = [new_state(rules) for _ in range(games)]
-    for g, state in enumerate(states):
-        search.set_root(g, state)
-
-    timed = _TimedEvaluator(evaluator)
-    moves_searched = finished = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        results = search.search(timed)
-        for g, result in enumerate(results):
-            if result is None:
-                continue
-            moves_searched += result.searched
-            states[g].play(result.move)
-            if states[g].is_terminal():
-                finished += 1
-                states[g] = new_state(rules)
-                search.set_root(g, states[g])
-            else:
-                search.play(g, result.move)
-    elapsed = time.perf_counter() - start
-    eval_seconds = timed.seconds
-    sims = moves_searched * simulations
-    batch = timed.rows / max(timed.calls, 1)
-
-    nn_rate = _network_alone(evaluator, timed.last_inputs, min_seconds=seconds / 5)
-    return SelfPlayBench(
-        preset=rules.name,
-        model="paper",
-        encoding=encoding,
-        games=games,
-        simulations_per_move=simulations,
-        seconds=round(elapsed, 3),
-        moves_searched=moves_searched,
-        games_finished=finished,
-        batch_size=round(batch, 2),
-        sims_per_s_per_core=round(sims / elapsed, 1),
-        nn_evals_per_s_per_core=round(nn_rate, 1),
-        search_share=round(1.0 - eval_seconds / elapsed, 4),
-    )
+    runs = [_Setup(rules, backend, cache, games=games, simulations=simulations, encoding=encoding, seed=seed)
+            for backend, cache in setups]
+    for _ in range(rounds):
+        for setup in runs:
+            setup.play(seconds / rounds)
+    return [setup.result(seconds / 5) for setup in runs]
 
 
 class _TimedEvaluator:
@@ -161,26 +182,69 @@ def _network_alone(evaluator: Any, inputs: tuple[np.ndarray, ...] | None, *, min
     return calls * len(to_move) / (time.perf_counter() - start)
 
 
+def _names(text: str) -> list[str]:
+    """An argparse type: comma-separated inference backends."""
+    from learner.backends import BACKENDS
+
+    names = [x.strip() for x in text.split(",")]
+    bad = [x for x in names if x not in BACKENDS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown backend {bad[0]!r}; valid: {', '.join(BACKENDS)}")
+    return names
+
+
+def _sizes(text: str) -> list[int]:
+    """An argparse type: comma-separated cache sizes (positions, 0 = no cache)."""
+    try:
+        sizes = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if any(x < 0 for x in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: a cache size is at least 0")
+    return sizes
+
+
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
-    """``--games``, ``--sims``, ``--seconds``, ``--encoding``."""
+    """``--games``, ``--sims``, ``--seconds``, ``--rounds``, ``--encoding``, ``--backend``, ``--cache``."""
     p.add_argument("--games", type=kit.int_at_least(1), default=128, metavar="G", help="concurrent games (default 128)")
     p.add_argument("--sims", type=kit.int_at_least(1), default=175, metavar="S", help="simulations per move (default 175)")
-    p.add_argument("--seconds", type=kit.positive, default=20.0, metavar="SEC", help="self-play time (default 20)")
+    p.add_argument("--seconds", type=kit.positive, default=20.0, metavar="SEC",
+                   help="self-play time of each setup (default 20)")
+    p.add_argument("--rounds", type=kit.int_at_least(1), default=1, metavar="R",
+                   help="slices the setups take turns in (default 1)")
     p.add_argument(
         "--encoding", choices=("paper", "general"), default=None,
         help="network input (default paper; general on the star, which has no paper encoding)",
     )
+    p.add_argument("--backend", type=_names, default=["auto"], metavar="B[,B...]",
+                   help="inference backend of each setup: auto (onnx on CPU), eager, compile, onnx (default auto)")
+    p.add_argument("--cache", type=_sizes, default=[DEFAULT_CAPACITY], metavar="N[,N...]",
+                   help=f"evaluation-cache positions of each setup, 0 = none (default {DEFAULT_CAPACITY}); "
+                        "one value applies to every setup")
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
-    r = bench_selfplay(
-        args.preset, games=args.games, simulations=args.sims, seconds=args.seconds, seed=args.seed,
-        encoding=args.encoding or ("general" if args.preset.is_star else "paper"),
-    )
-    text = (
-        f"{r.sims_per_s_per_core:,.0f} simulations/s on one core ({r.games} games, batch "
-        f"{r.batch_size:.0f}); the network alone {r.nn_evals_per_s_per_core:,.0f} evaluations/s; "
-        f"ratio {r.ratio:.2f}; {r.search_share:.1%} of the time outside the evaluator"
-    )
-    return Report(r.to_dict(), text)
+    backends, caches = args.backend, args.cache
+    n = max(len(backends), len(caches))
+    if len(backends) not in (1, n) or len(caches) not in (1, n):
+        raise BenchError(f"--backend names {len(backends)} setup(s) and --cache {len(caches)}: give one or as many")
+    setups = list(zip(backends * (n // len(backends)), caches * (n // len(caches))))
+    encoding = args.encoding or ("general" if args.preset.is_star else "paper")
+    runs = bench_selfplay(args.preset, setups=setups, games=args.games, simulations=args.sims, seconds=args.seconds,
+                          rounds=args.rounds, seed=args.seed, encoding=encoding)
+    first = runs[0].sims_per_s_per_core
+    data = {
+        "preset": args.preset.name, "model": "paper", "encoding": encoding,
+        "games": args.games, "simulations_per_move": args.sims, "rounds": args.rounds,
+        "runs": [r.to_dict() for r in runs],
+        "speedup": [round(r.sims_per_s_per_core / first, 3) for r in runs],
+    }
+    lines = [
+        f"{r.backend:8s} cache {r.eval_cache:6d}: {r.sims_per_s_per_core:,.0f} simulations/s on one core "
+        f"({args.games} games, batch {r.batch_size:.0f}, cache hits {r.cache_hit_rate:.1%}); the network alone "
+        f"{r.nn_evals_per_s_per_core:,.0f} evaluations/s; ratio {r.ratio:.2f}; {r.search_share:.1%} of the time "
+        f"outside the evaluator; {r.sims_per_s_per_core / first:.2f}x the first"
+        for r in runs
+    ]
+    return Report(data, "\n".join(lines))

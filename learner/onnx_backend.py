@@ -1,0 +1,162 @@
+"""The network as an ONNX graph, run by ONNX Runtime: the fast CPU backend of :class:`Inference`.
+
+ONNX Runtime evaluates the seed paper's network on one CPU thread 2.3-8.7x faster than eager
+PyTorch (docs/BENCHMARKS.md, "Inference backends"); self-play and evaluation spend about 90% of
+their time in the network, so this is most of their speed.
+
+The graph is exported from the inference copy of a :class:`~learner.model.PolicyValueNet` (eval
+mode, batch norms folded): one input ``planes`` ``(batch, in_planes, n, n)`` float32, two outputs
+``policy_logits`` ``(batch, policy_size)`` and ``value`` ``(batch,)``, the batch dimension
+dynamic. New weights mean a new export and a new session (tens of milliseconds for the networks
+here), never a new process.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .model import PolicyValueNet
+
+__all__ = ["EXPORT_FORMAT", "INPUT_NAME", "OUTPUT_NAMES", "OnnxRunner", "export_onnx", "onnx_bytes", "onnx_providers"]
+
+INPUT_NAME = "planes"
+OUTPUT_NAMES = ("policy_logits", "value")
+#: The ONNX operator set the graphs use (ONNX Runtime 1.17+ runs it).
+OPSET = 17
+
+
+def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None) -> bytes:
+    """``net`` (in eval mode; fold its batch norms first for speed) as a serialized ONNX model,
+    with ``metadata`` as the model's metadata properties (string keys and values)."""
+    cfg = net.config
+    example = torch.zeros(1, cfg.in_planes, cfg.n, cfg.n, dtype=next(net.parameters()).dtype)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        # The TorchScript exporter is deprecated in favour of torch.export's, which needs the
+        # onnxscript package and minutes more; this network is plain convolutions and both agree.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            net,
+            (example,),
+            buffer,
+            input_names=[INPUT_NAME],
+            output_names=list(OUTPUT_NAMES),
+            dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAMES[0]: {0: "batch"}, OUTPUT_NAMES[1]: {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    data = buffer.getvalue()
+    if not metadata:
+        return data
+    import onnx
+
+    model = onnx.load_from_string(data)
+    onnx.helper.set_model_props(model, {str(k): str(v) for k, v in metadata.items()})
+    return model.SerializeToString()
+
+
+def onnx_providers(device: torch.device) -> list[str]:
+    """ONNX Runtime's execution providers for ``device``: CPU, or CUDA (then CPU for what CUDA
+    lacks) when ONNX Runtime was built with it (the ``onnxruntime-gpu`` package)."""
+    import onnxruntime as ort
+
+    if device.type == "cpu":
+        return ["CPUExecutionProvider"]
+    if device.type == "cuda" and "CUDAExecutionProvider" in ort.get_available_providers():
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    raise ValueError(
+        f"the onnx backend cannot run on {device}: this ONNX Runtime has the providers "
+        f"{ort.get_available_providers()} (install onnxruntime-gpu for CUDA)"
+    )
+
+
+class OnnxRunner:
+    """``runner(planes) -> (logits, values)``: one ONNX Runtime session for one network.
+
+    ``threads``: the session's intra-op threads (an actor: 1). :meth:`load` replaces the
+    network (new weights) by re-exporting it.
+    """
+
+    def __init__(self, net: PolicyValueNet, *, device: torch.device, threads: int) -> None:
+        import onnxruntime as ort
+
+        self._ort = ort
+        self.providers = onnx_providers(device)
+        self.options = ort.SessionOptions()
+        self.options.intra_op_num_threads = max(1, int(threads))
+        self.options.inter_op_num_threads = 1
+        self.options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.load(net)
+
+    def load(self, net: PolicyValueNet) -> None:
+        """Run ``net`` (eval mode) from now on."""
+        self.session = self._ort.InferenceSession(onnx_bytes(net), self.options, providers=self.providers)
+
+    def __call__(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``planes`` float32 ``(B, in_planes, n, n)`` -> float32 ``(B, policy_size)``, ``(B,)``."""
+        logits, values = self.session.run(list(OUTPUT_NAMES), {INPUT_NAME: planes})
+        return logits, values.reshape(-1)
+
+
+#: Format tag in the metadata of every model ``hopzero export --onnx`` writes.
+EXPORT_FORMAT = "hopzero.onnx/1"
+
+
+def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[str, str]:
+    """Write the network of a model file or checkpoint ``source`` (``read_model_file``: checked,
+    ``weights_only``) to ``out`` as ONNX, batch norms folded, with what a program needs to feed
+    it in the metadata. ``rules``: the game it plays; None: the preset the file records (a
+    network file does; a given one must agree). Returns the metadata written."""
+    import json
+
+    from ccengine.encoding import encoding_for
+    from ccengine.rules import preset
+
+    from .model import load_net
+    from .model_files import read_model_file
+    from .records import versions_now
+
+    state, meta = read_model_file(source)
+    recorded = (state.get("input") or {}).get("preset")
+    if rules is None:
+        if recorded is None:
+            raise ValueError(f"{source}: the file does not say which game its network plays; name the preset")
+        rules = preset(recorded)
+    if recorded is not None and recorded != rules.name:
+        raise ValueError(f"{source}: the network plays {recorded!r}, not {rules.name!r}")
+    net = load_net(state, name=str(source)).eval().fuse_()
+    encoding = encoding_for(rules, meta.get("encoding", "general"), history=meta.get("history"))
+    cfg = net.config
+    if encoding.input_shape != (cfg.in_planes, cfg.n, cfg.n) or encoding.policy_size != cfg.policy_size:
+        raise ValueError(f"{source}: the network does not fit {rules.name} with encoding {encoding.name!r}")
+    rotate = (f"; when player 1 is to move the input is rotated 180 degrees and so is the destination "
+              f"(d -> {rules.cells - 1} - d)") if encoding.rotate else ""
+    metadata = {
+        "format": EXPORT_FORMAT,
+        "preset": rules.name,
+        "encoding": encoding.name,
+        "history": str(encoding.history),
+        "input": f"{INPUT_NAME}: float32 (batch, {cfg.in_planes}, {cfg.n}, {cfg.n}), "
+                 f"ccengine.encoding.encoding_for({rules.name!r}, {encoding.name!r}, history={encoding.history})",
+        "policy_index": f"{OUTPUT_NAMES[0]}[b, piece_id * {rules.cells} + destination]: logits over "
+                        f"{rules.k} piece ids x {rules.cells} cells, piece ids canonical (ccengine.encoding)"
+                        f"{rotate}; softmax over the legal moves only",
+        "value": f"{OUTPUT_NAMES[1]}[b]: tanh, in [-1, 1], from the view of the player to move",
+        "net_config": json.dumps(cfg.to_dict(), sort_keys=True),
+        "c_puct": str(meta.get("c_puct", "")),
+        "source_sha256": str(state.get("sha256", "")),
+        "versions": json.dumps(versions_now(), sort_keys=True),
+    }
+    data = onnx_bytes(net, metadata)
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(out)
+    return metadata

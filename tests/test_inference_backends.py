@@ -1,0 +1,239 @@
+"""The network's inference backends (learner.backends, learner.onnx_backend): ONNX Runtime and
+torch.compile agree with eager PyTorch on the search's own leaves of every preset, take new
+weights in place, and are chosen by the config and the SPEC; `hopzero export --onnx` writes a
+model that ONNX Runtime runs alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from test_cli import hopzero_command
+
+from actors.selfplay import SelfPlayWorker
+from ccengine import make_player, preset
+from ccengine.encoding import encoding_for
+from ccengine.engines import new_state
+from ccengine.players import PlayerSpecError
+from ccengine.search import BatchedSearch, SearchConfig, UniformEvaluator
+from learner.backends import BACKENDS, resolve_backend
+from learner.inference import Inference
+from learner.model import NetConfig, NetworkConfig, PolicyValueNet
+from learner.model_files import shipped_model_path
+from learner.network_evaluator import NetworkEvaluator
+from learner.network_player import network_player  # registers the mcts player
+
+# Every board shape and size: the seed's, ours, the big rhombus, a small one, the star.
+PRESETS = ("paper", "cc49", "cc81", "small-5-3", "star2")
+TOLERANCE = 1e-4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _restore_torch_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+class _Recorder:
+    """Uniform priors for the search, keeping every batch of leaves it was asked about."""
+
+    needs_states = False
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[np.ndarray, ...]] = []
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        self.batches.append((pieces.copy(), to_move.copy(), legal.copy(), counts.copy()))
+        return UniformEvaluator().evaluate(pieces, to_move, legal, counts)
+
+
+def leaf_batches(rules, history: int, *, games: int = 8, moves: int = 8, seed: int = 0):
+    """The batches of leaves a real search asks its evaluator about over a few moves of G games
+    (openings to middle games; both players to move)."""
+    recorder = _Recorder()
+    search = BatchedSearch(rules, games, SearchConfig(num_simulations=16, random_opening_plies=2), history=history,
+                           rng=np.random.default_rng(seed))
+    states = [new_state(rules) for _ in range(games)]
+    for g, state in enumerate(states):
+        search.set_root(g, state)
+    for _ in range(moves):
+        for g, result in enumerate(search.search(recorder)):
+            if result is not None and not states[g].is_terminal():
+                states[g].play(result.move)
+                if not states[g].is_terminal():
+                    search.play(g, result.move)
+    return recorder.batches
+
+
+def evaluators(rules, encoding: str, backends: tuple[str, ...], size: str = "fast", seed: int = 0):
+    enc = encoding_for(rules, encoding, history=3)
+    torch.manual_seed(seed)
+    model = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, size))
+    # Batch norms with statistics other than the initial ones, so that folding them is tested.
+    with torch.no_grad():
+        for name, buffer in model.named_buffers():
+            if name.endswith("running_mean"):
+                buffer.normal_(0, 0.1)
+            elif name.endswith("running_var"):
+                buffer.uniform_(0.5, 1.5)
+    return [NetworkEvaluator(rules, enc, Inference(model, backend=b, device="cpu", threads=1)) for b in backends]
+
+
+def assert_agree(reference, other, batches) -> None:
+    for pieces, to_move, legal, counts in batches:
+        p0, v0 = reference.evaluate(pieces, to_move, legal, counts)
+        p1, v1 = other.evaluate(pieces, to_move, legal, counts)
+        assert np.abs(p0 - p1).max() <= TOLERANCE
+        assert np.abs(v0 - v1).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_onnx_agrees_with_eager_on_the_leaves_of_every_preset(name):
+    rules = preset(name)
+    encodings = ("general",) if rules.is_star else ("general", "paper")
+    for encoding in encodings:
+        eager, onnx = evaluators(rules, encoding, ("eager", "onnx"))
+        assert onnx.inference.backend == "onnx"
+        batches = leaf_batches(rules, eager.encoding.history)
+        assert sum(len(b[1]) for b in batches) >= 100
+        assert {0, 1} <= set(np.concatenate([b[1] for b in batches]).tolist())  # both players to move
+        assert_agree(eager, onnx, batches)
+
+
+def test_torch_compile_agrees_with_eager():
+    rules = preset("small-5-3")
+    eager, compiled = evaluators(rules, "general", ("eager", "compile"), size="tiny")
+    assert_agree(eager, compiled, leaf_batches(rules, 3, games=4, moves=4))
+
+
+def test_auto_is_onnx_on_cpu_and_eager_on_cuda():
+    assert resolve_backend("auto", "cpu") == "onnx"
+    assert resolve_backend("auto", "cuda") == "eager"
+    assert Inference(PolicyValueNet(NetConfig.paper()), device="cpu").backend == "onnx"
+    with pytest.raises(ValueError, match="unknown inference backend 'tensorrt'"):
+        Inference(PolicyValueNet(NetConfig.paper()), backend="tensorrt")
+
+
+def test_new_weights_reach_the_onnx_session_in_place():
+    rules = preset("cc49")
+    (onnx,) = evaluators(rules, "general", ("onnx",))
+    batch = leaf_batches(rules, 3, games=4, moves=4)[-1]
+    before = onnx.evaluate(*batch)
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        weights = PolicyValueNet(onnx.inference.config).state_dict()
+        onnx.inference.load_state_dict(weights)
+        (eager,) = evaluators(rules, "general", ("eager",), seed=seed)
+        eager.inference.load_state_dict(weights)
+        after = onnx.evaluate(*batch)
+        expected = eager.evaluate(*batch)
+        assert np.abs(after[0] - expected[0]).max() <= TOLERANCE
+        assert np.abs(after[1] - expected[1]).max() <= TOLERANCE
+        assert np.abs(after[1] - before[1]).max() > 1e-3  # it really changed
+        before = after
+
+
+def test_a_self_play_worker_takes_new_weights_without_restarting():
+    rules = preset("small-4-3")
+    enc = encoding_for(rules, "general", history=2)
+    net = NetConfig.for_rules(rules, enc.in_planes, "tiny")
+    worker = SelfPlayWorker(rules, games=4, search=SearchConfig(num_simulations=8, random_opening_plies=0),
+                            net_config=net,
+                            encoding="general", history=2, run_id="r", config_hash="c", actor="a", seed=1,
+                            backend="onnx", eval_cache=1000)
+    assert worker.network.inference.backend == "onnx"
+    batch = leaf_batches(rules, 2, games=2, moves=4)[-1]
+    for seed in (3, 4):
+        torch.manual_seed(seed)
+        model = PolicyValueNet(net)
+        worker.set_weights(seed, {k: v.numpy() for k, v in model.state_dict().items()})
+        worker.step()
+        assert worker.cache.lookups > 0
+        reference = NetworkEvaluator(rules, enc, Inference(model, backend="eager", threads=1))
+        got, want = worker.network.evaluate(*batch), reference.evaluate(*batch)
+        assert np.abs(got[0] - want[0]).max() <= TOLERANCE and np.abs(got[1] - want[1]).max() <= TOLERANCE
+
+
+def test_the_config_and_the_spec_choose_the_backend():
+    assert NetworkConfig().backend == "auto"
+    assert set(BACKENDS) == {"auto", "eager", "compile", "onnx"}
+    with pytest.raises(ValueError, match="backend"):
+        NetworkConfig(backend="tpu")
+    assert network_player is not None
+    rules = preset("cc49")
+    player = make_player("mcts:model=shipped,sims=4,backend=eager", rules, 1)
+    assert player.evaluator.inference.backend == "eager"
+    assert make_player("mcts:model=shipped,sims=4", rules, 1).evaluator.inference.backend == "onnx"
+    with pytest.raises(PlayerSpecError, match="backend='gpu'.*a backend \\(auto, eager, compile, onnx\\)"):
+        make_player("mcts:model=shipped,sims=4,backend=gpu", rules, 1)
+
+
+# ---- hopzero export --onnx ----------------------------------------------------------------------
+
+RUN_ALONE = r"""
+import json, sys
+import numpy as np
+import onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+planes = np.load(sys.argv[2])
+logits, value = session.run(None, {"planes": planes})
+print(json.dumps({"torch_loaded": "torch" in sys.modules,
+                  "meta": session.get_modelmeta().custom_metadata_map,
+                  "logits": logits.tolist(), "value": value.tolist()}))
+"""
+
+
+def hopzero(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(hopzero_command() + list(args), capture_output=True, text=True, timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize("name", ["cc49", "star2"])
+def test_exported_model_runs_in_onnx_runtime_alone(tmp_path, name):
+    rules = preset(name)
+    out = tmp_path / f"{name}.onnx"
+    proc = hopzero("export", "--onnx", "shipped", str(out), "--preset", name, "--json")
+    meta = json.loads(proc.stdout)["metadata"]
+    assert meta["preset"] == name and meta["encoding"] == "general" and meta["history"] == "3"
+    assert f"piece_id * {rules.cells} + destination" in meta["policy_index"]
+
+    evaluator = evaluators(rules, "general", ("eager",))[0]
+    from learner.network_evaluator import load_network_evaluator
+
+    shipped = load_network_evaluator(rules, shipped_model_path(rules), backend="eager")
+    pieces, to_move, _, _ = leaf_batches(rules, 3, games=4, moves=4)[-1]
+    planes = evaluator.encoding.encode(pieces, to_move)
+    np.save(tmp_path / "planes.npy", planes)
+    alone = json.loads(subprocess.run([sys.executable, "-c", RUN_ALONE, str(out), str(tmp_path / "planes.npy")],
+                                      capture_output=True, text=True, check=True, timeout=120).stdout)
+    assert not alone["torch_loaded"]
+    assert alone["meta"] == meta
+    logits, values = shipped.inference.logits(planes)
+    assert np.abs(np.asarray(alone["logits"]) - logits).max() <= TOLERANCE
+    assert np.abs(np.asarray(alone["value"]).reshape(-1) - values).max() <= TOLERANCE
+
+
+def test_export_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path):
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a model\n" * 10)
+    out = tmp_path / "out.onnx"
+    cases = [
+        (("export", "--onnx", str(garbage), str(out)), "garbage.pt: refused"),
+        (("export", "--onnx", str(shipped_model_path(preset("star2"))), str(out), "--preset", "cc49"),
+         "plays 'star2', not 'cc49'"),
+        (("export", "--onnx", "shipped", str(out)), "give --preset"),
+        (("export", "--onnx", str(tmp_path / "missing.pt"), str(out)), "no such file"),
+    ]
+    for args, words in cases:
+        proc = hopzero(*args, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert words in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert not out.exists()
