@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ccengine.eval_cache import DEFAULT_CAPACITY
 from ccengine.fields import check_fields, checked
 
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
@@ -21,8 +20,11 @@ class SelfPlayConfig:
     """Ray CPUs each actor asks for (fractional on a small box so everything is scheduled)."""
     games_per_actor: int = checked(32, ge=1)
     """Concurrent games per actor, searched in one batch (paper: 1 game per process)."""
-    eval_cache: int = checked(DEFAULT_CAPACITY, ge=0)
-    """Positions each actor's evaluation cache keeps, shared by its games (0: no cache)."""
+    eval_cache: int = checked(0, ge=0)
+    """Positions each actor's evaluation cache keeps, shared by its games (0: no cache, the
+    default: self-play keeps its tree from move to move, and with history in the network's input
+    a leaf almost never recurs: 0.1-0.4% hits, which do not pay for the lookups; see
+    docs/BENCHMARKS.md "Inference backends and the evaluation cache")."""
     resign_threshold: float = checked(0.0, ge=0, le=1)
     """Resign when the root value stays below ``-resign_threshold`` (0 = never; paper: never)."""
     resign_playout_fraction: float = checked(0.1, ge=0, le=1)

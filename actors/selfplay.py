@@ -51,7 +51,7 @@ import numpy as np
 
 from ccengine.encoding import PieceTracker, encoding_for
 from ccengine.engines import new_state
-from ccengine.eval_cache import DEFAULT_CAPACITY, EvaluationCache
+from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult, UniformEvaluator
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
@@ -145,7 +145,7 @@ class SelfPlayWorker:
         device: str = "cpu",
         threads: int | None = 1,
         backend: str = "auto",
-        eval_cache: int = DEFAULT_CAPACITY,
+        eval_cache: int = 0,
         uniform_until_weights: bool = False,
         evaluator: Evaluator | None = None,
     ) -> None:

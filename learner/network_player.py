@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ccengine.eval_cache import EvaluationCache
 from ccengine.players import SeedLike, register_player
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
@@ -43,11 +44,16 @@ def search_player_for(
     name: str = "mcts",
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
-    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history."""
+    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history.
+
+    The network sits behind an evaluation cache: each move's search starts a new tree, and the
+    positions two plies on were mostly searched by the move before (and a match's parallel games
+    share their openings)."""
     if c is None:
         c = evaluator.c_puct if evaluator.c_puct is not None else SearchConfig().c_puct
     return SearchPlayer(
-        rules, seed, evaluator, simulations=sims, c_puct=c, history=evaluator.encoding.history, name=name
+        rules, seed, EvaluationCache(evaluator), simulations=sims, c_puct=c, history=evaluator.encoding.history,
+        name=name,
     )
 
 

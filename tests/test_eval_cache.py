@@ -134,3 +134,20 @@ def test_a_search_plays_the_same_with_the_cache_and_it_hits_across_games():
     assert play_searches(rules, cache) == play_searches(rules, plain)
     # Every game starts from the same position: its leaves are shared by the six games.
     assert cache.hits > 0 and inner.rows == plain.rows - cache.hits
+
+
+def test_the_network_player_answers_later_moves_from_its_cache():
+    from ccengine import make_player
+    from learner.network_player import network_player
+
+    assert network_player is not None  # registers mcts
+    rules = preset("cc49")
+    player, greedy = make_player("mcts:model=shipped,sims=200", rules, 1), make_player("greedy", rules, 1)
+    state = new_state(rules)
+    player.select(state)
+    assert player.evaluator.hits == 0  # a first search: nothing to reuse
+    for _ in range(3):
+        state.play(player.select(state))
+        state.play(greedy.select(state))
+    # The search two plies on meets the positions of the one before.
+    assert player.evaluator.hit_rate > 0.05

@@ -167,8 +167,8 @@ def test_the_config_and_the_spec_choose_the_backend():
     assert network_player is not None
     rules = preset("cc49")
     player = make_player("mcts:model=shipped,sims=4,backend=eager", rules, 1)
-    assert player.evaluator.inference.backend == "eager"
-    assert make_player("mcts:model=shipped,sims=4", rules, 1).evaluator.inference.backend == "onnx"
+    assert player.evaluator.inner.inference.backend == "eager"  # behind the player's evaluation cache
+    assert make_player("mcts:model=shipped,sims=4", rules, 1).evaluator.inner.inference.backend == "onnx"
     with pytest.raises(PlayerSpecError, match="backend='gpu'.*a backend \\(auto, eager, compile, onnx\\)"):
         make_player("mcts:model=shipped,sims=4,backend=gpu", rules, 1)
 

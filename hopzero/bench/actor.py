@@ -35,6 +35,8 @@ class ActorBench:
     encoding: str
     history: int
     backend: str
+    eval_cache: int
+    cache_hit_rate: float
     leaves_per_game: int
     torch_threads: int
     wall_s: float
@@ -59,6 +61,7 @@ def bench_actor(
     history: int = 3,
     seed: int = 0,
     backend: str = "auto",
+    eval_cache: int = 0,
     leaves_per_game: int = 1,
 ) -> ActorBench:
     """Time ``steps`` worker steps after the random opening (and one warm-up step, which a
@@ -75,7 +78,7 @@ def bench_actor(
     config = SearchConfig(num_simulations=sims, leaves_per_game=leaves_per_game)
     worker = SelfPlayWorker(rules, games=games, search=config, net_config=net, encoding=encoding,
                             history=history, run_id="bench", config_hash="bench", actor="bench", seed=seed,
-                            backend=backend)
+                            backend=backend, eval_cache=eval_cache)
     torch.manual_seed(seed)
     worker.set_weights(0, {k: v.numpy() for k, v in PolicyValueNet(net).state_dict().items()})
     for _ in range(config.random_opening_plies + 1):  # the opening, and a warm-up step
@@ -91,7 +94,8 @@ def bench_actor(
                                           "network_s", "step_s")}
     return ActorBench(
         preset=rules.name, games=games, sims=sims, steps=steps, size=size, encoding=encoding, history=history,
-        backend=worker.network.inference.backend, leaves_per_game=leaves_per_game, torch_threads=torch.get_num_threads(),
+        backend=worker.network.inference.backend, eval_cache=eval_cache,
+        cache_hit_rate=round(after["eval_cache_hit_rate"], 4), leaves_per_game=leaves_per_game, torch_threads=torch.get_num_threads(),
         wall_s=round(wall, 3), records=records,
         simulations_per_s=round(d["simulations"] / wall, 1),
         evaluations_per_s=round(d["evaluator_rows"] / wall, 1),
@@ -104,7 +108,7 @@ def bench_actor(
 
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     """``--games``, ``--sims``, ``--steps``, ``--size``, ``--encoding``, ``--history``,
-    ``--leaves-per-game``, ``--backend``."""
+    ``--leaves-per-game``, ``--backend``, ``--cache``."""
     from learner.model import SIZES
 
     p.add_argument("--games", type=kit.int_at_least(1), default=64, metavar="G", help="concurrent games (default 64)")
@@ -117,12 +121,15 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     p.add_argument("--leaves-per-game", type=kit.int_at_least(1), default=1, metavar="L",
                    help="leaves per game per network call (default 1)")
     add_backend_argument(p)
+    p.add_argument("--cache", type=kit.int_at_least(0), default=0, metavar="N",
+                   help="evaluation-cache positions, 0 = none (default 0, as self-play)")
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
     r = bench_actor(args.preset, games=args.games, sims=args.sims, steps=args.steps, size=args.size,
                     encoding=args.encoding, history=args.history, seed=args.seed, backend=args.backend,
+                    eval_cache=args.cache,
                     leaves_per_game=args.leaves_per_game)
     text = (
         f"{r.simulations_per_s:,.0f} simulations/s ({r.games} games, {r.size} network, {r.torch_threads} thread(s), "

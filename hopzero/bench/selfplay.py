@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ccengine.engines import new_state
-from ccengine.eval_cache import DEFAULT_CAPACITY, EvaluationCache
+from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, SearchConfig
 from hopzero.bench.common import ArgKit, BenchError, Report
@@ -218,8 +218,8 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     )
     p.add_argument("--backend", type=_names, default=["auto"], metavar="B[,B...]",
                    help="inference backend of each setup: auto (onnx on CPU), eager, compile, onnx (default auto)")
-    p.add_argument("--cache", type=_sizes, default=[DEFAULT_CAPACITY], metavar="N[,N...]",
-                   help=f"evaluation-cache positions of each setup, 0 = none (default {DEFAULT_CAPACITY}); "
+    p.add_argument("--cache", type=_sizes, default=[0], metavar="N[,N...]",
+                   help="evaluation-cache positions of each setup, 0 = none (default 0, as self-play); "
                         "one value applies to every setup")
 
 
