@@ -48,7 +48,7 @@ their number, ``a_results`` in game-index order).
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
@@ -456,17 +456,17 @@ def _play_in_worker(index: int) -> MatchGame:
 
 
 def _on_workers(
-    match: _WorkerMatch, workers: int, on_game: Callable[[int, int, int], Any] | None,
+    match: _WorkerMatch, workers: int, indices: list[int], on_game: Callable[[int, int, int], Any] | None,
     should_stop: Callable[[], bool] | None,
 ) -> list[MatchGame]:
     """The match played on ``workers`` processes, one game at a time in each."""
     # A spawn context local to this call: no global start-method patch, and no fork of a parent
     # that may hold threads (torch) or a Ray connection.
     ctx = multiprocessing.get_context("spawn")
-    chunk = max(1, min(16, match.games // (workers * 8)))
+    chunk = max(1, min(16, len(indices) // (workers * 8)))
     records: list[MatchGame] = []
-    with ctx.Pool(min(workers, match.games), initializer=_init_worker, initargs=(match,)) as pool:
-        for record in pool.imap(_play_in_worker, range(match.games), chunksize=chunk):
+    with ctx.Pool(min(workers, len(indices)), initializer=_init_worker, initargs=(match,)) as pool:
+        for record in pool.imap(_play_in_worker, indices, chunksize=chunk):
             records.append(record)
             if on_game is not None:
                 on_game(record.index // 2, record.index % 2, record.a_result)
@@ -520,6 +520,7 @@ def play_match(
     engine: str = "cython",
     on_game: Callable[[int, int, int], Any] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    skip: Collection[int] = (),
 ) -> MatchResult:
     """Play ``games`` games of ``a`` against ``b`` (each a player SPEC or a player) under the
     seed's protocol, up to ``parallel`` at once, each search side's waiting games searched in
@@ -530,7 +531,8 @@ def play_match(
     ``should_stop()`` is asked after each finished game; True ends the match at once (the games
     in flight are abandoned) and the result covers the finished games only. ``workers``: play on
     that many processes instead, one game at a time in each (SPEC sides only, ``parallel=1``);
-    the result is the same for any ``workers``.
+    the result is the same for any ``workers``. ``skip``: game indices not to play (a resumed
+    tournament's finished games); the others are the games they would have been.
     """
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
@@ -544,18 +546,23 @@ def play_match(
         raise ValueError(f"parallel={parallel} and workers={workers}: games run in flight in one process, or "
                          "one at a time on several, not both")
     state_class(engine)  # an unknown or missing engine fails here
-    parallel = min(parallel, games)
+    skipped = set(skip)
+    indices = [i for i in range(games) if i not in skipped]
+    if not indices:
+        names = tuple(side if isinstance(side, str) else side.name for side in (a, b))
+        return _summarize(rules, names, int(seed), random_opening, [])  # type: ignore[arg-type]
+    parallel = min(parallel, len(indices))
     sides = (_Side(a, rules, parallel=parallel, engine=engine), _Side(b, rules, parallel=parallel, engine=engine))
     names = (sides[0].name, sides[1].name)
     if a is b and not isinstance(a, str) and sides[0].search is None:
         raise ValueError(f"player {names[0]!r} chooses per position: one object cannot hold both seats")
-    if workers > 1 and games > 1:
+    if workers > 1 and len(indices) > 1:
         if not (isinstance(a, str) and isinstance(b, str)):
             raise ValueError("workers > 1 plays in other processes: pass both sides as SPECs")
         job = _WorkerMatch(rules, a, b, int(seed), games, random_opening, engine)
-        records = _on_workers(job, workers, on_game, should_stop)
+        records = _on_workers(job, workers, indices, on_game, should_stop)
     else:
         match = _Match(rules, sides, games=games, seed=int(seed), random_opening=random_opening,
                        parallel=parallel, engine=engine)
-        records = match.run(range(games), on_game=on_game, should_stop=should_stop)
+        records = match.run(indices, on_game=on_game, should_stop=should_stop)
     return _summarize(rules, names, int(seed), random_opening, records)

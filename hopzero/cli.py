@@ -30,6 +30,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 # A Ctrl-C stops every command from its first instant, also one started with SIGINT ignored (a
@@ -595,6 +596,62 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# tournament
+# ---------------------------------------------------------------------------------------------
+
+
+def _add_tournament(sub: Any) -> None:
+    p = sub.add_parser("tournament", help="a round robin between players, rated on one ladder (resumable)")
+    _add_preset(p)
+    p.add_argument("--players", nargs="+", required=True, metavar="SPEC",
+                   help="two or more player SPECs (random anchors the ladder at 0, as CCERL does)")
+    p.add_argument("--games", type=_int_arg(2, MATCH_MAX_GAMES), default=40, metavar="N",
+                   help="games per pair, even: colour-swapped pairs (default 40)")
+    p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="tournament seed (default 0)")
+    p.add_argument("--random-opening", type=_int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
+                   help="random first moves per side (default 3)")
+    p.add_argument("--parallel", type=_int_arg(1, MAX_PARALLEL), default=1, metavar="P",
+                   help="games in flight in one process, mcts searches batched (default 1)")
+    p.add_argument("--workers", type=_int_arg(1, MAX_WORKERS), default=1, metavar="W",
+                   help=f"processes, at most {MAX_WORKERS} (same result for any W)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="where games.jsonl (appended as games finish: run again to resume) and ladder.json, "
+                        "ladder.md, ladder.png go (default tournament-PRESET-SEED)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_tournament)
+
+
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from evaluator.tournament import Tournament, TournamentError, write_outputs
+
+    out = Path(args.out or f"tournament-{args.preset.name}-{args.seed}")
+    try:
+        tournament = Tournament(args.preset, args.players, games=args.games, seed=args.seed,
+                                path=out / "games.jsonl", random_opening=args.random_opening,
+                                parallel=args.parallel, workers=args.workers)
+        total = len(tournament.pairs()) * args.games
+        played = sum(len(v) for v in tournament.load().values())
+    except TournamentError as exc:
+        raise CliError(str(exc)) from None
+    if played and not args.json:
+        sys.stderr.write(f"resuming {out / 'games.jsonl'}: {played} of {total} games already played\n")
+    start = time.perf_counter()
+
+    def progress(a: str, b: str, index: int, a_result: int) -> None:
+        nonlocal played
+        played += 1
+        if not args.json and (played % max(1, total // 20) == 0 or played == total):
+            rate = played / max(time.perf_counter() - start, 1e-9)
+            sys.stderr.write(f"game {played}/{total} ({a} vs {b}), {rate:.1f} games/s\n")
+
+    result = tournament.run(on_game=progress)
+    files = write_outputs(result, out)
+    _emit(args, {**result.to_dict(), "files": [str(f) for f in files]},
+          result.text() + "\n" + "wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # export
 # ---------------------------------------------------------------------------------------------
 
@@ -635,7 +692,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 _COMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_perft, _add_match, _add_move, _add_bench, _add_train, _add_play, _add_ccp, _add_dashboard, _add_serve,
-    _add_export,
+    _add_tournament, _add_export,
 )
 
 

@@ -1,0 +1,303 @@
+"""Round-robin tournaments between players and the rating ladder they give (``hopzero tournament``).
+
+Every pair of players plays a match of ``games`` games under the seed's protocol
+(``evaluator.arena.play_match``): colour-swapped pairs of games that share a random opening, so
+each player meets every opening from both seats. Pair ``(i, j)`` of the player list plays with
+the seed ``SeedSequence([seed, i, j])``, so a tournament is reproducible from its seed, and a pair's
+games do not depend on the other pairs.
+
+Results are appended to a JSONL file as each game finishes: a header line (the format tag, the
+preset, the players, the games per pair, the seed, the opening length, the versions), then one
+line per game ``{"a", "b", "index", "a_result"}``. Run again with the same file, a tournament
+plays only the games the file lacks; a header that does not match the command is refused, and a
+line torn by a crash is dropped before anything is appended.
+
+Ratings: the Bradley-Terry fit of ``evaluator.elo.EloLadder`` on the Elo scale (a draw half a
+win), anchored at ``random`` = 0 as CCERL anchors its list (at the first player when ``random``
+does not play), with 95% intervals (1.96 standard errors relative to the anchor), and the same
+ratings relative to ``greedy`` where it plays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ccengine.players import parse_spec
+from ccengine.rules import Rules
+from learner.records import versions_now
+
+from .arena import play_match
+from .elo import EloLadder
+
+__all__ = ["FORMAT", "PairResult", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
+
+FORMAT = "hopzero.tournament/1"
+#: The z of a two-sided 95% interval.
+Z95 = 1.959964
+
+
+class TournamentError(ValueError):
+    """A tournament that cannot run as asked (bad players, a results file of another tournament)."""
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """``a`` against ``b`` (``a`` before ``b`` in the player list), counted from ``a``'s side."""
+
+    a: str
+    b: str
+    wins: int
+    draws: int
+    losses: int
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One player's line of the ladder: rating and 95% interval relative to the anchor, and
+    relative to ``greedy`` where it played; games and score over the whole tournament."""
+
+    player: str
+    elo: float
+    low: float
+    high: float
+    vs_greedy: float | None
+    games: int
+    score: float
+
+
+@dataclass(frozen=True)
+class TournamentResult:
+    """The pairs' results and the ladder (``to_dict`` is ``--json``'s output)."""
+
+    preset: str
+    players: tuple[str, ...]
+    games_per_pair: int
+    seed: int
+    anchor: str
+    pairs: tuple[PairResult, ...]
+    standings: tuple[Standing, ...]
+    """Best first."""
+
+    @property
+    def complete(self) -> bool:
+        return all(p.games == self.games_per_pair for p in self.pairs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset, "players": list(self.players), "games_per_pair": self.games_per_pair,
+            "seed": self.seed, "anchor": self.anchor, "complete": self.complete,
+            "pairs": [asdict(p) for p in self.pairs], "standings": [asdict(s) for s in self.standings],
+        }
+
+    def markdown(self) -> str:
+        """The ladder and the cross table as Markdown (docs/STRENGTH.md)."""
+        rel = "greedy" in self.players
+        head = f"| # | player | Elo ({self.anchor} = 0) | 95% interval |" + (" vs greedy |" if rel else "")
+        lines = [head + " games | score |", "|---" * (6 + rel) + "|"]
+        for k, s in enumerate(self.standings, 1):
+            vs = f" {s.vs_greedy:+.0f} |" if rel and s.vs_greedy is not None else (" |" if rel else "")
+            lines.append(f"| {k} | `{s.player}` | {s.elo:.0f} | {s.low:.0f} .. {s.high:.0f} |{vs} {s.games} | "
+                         f"{100 * s.score:.1f}% |")
+        lines += ["", "| A | B | A wins | draws | B wins |", "|---|---|---|---|---|"]
+        lines += [f"| `{p.a}` | `{p.b}` | {p.wins} | {p.draws} | {p.losses} |" for p in self.pairs]
+        return "\n".join(lines) + "\n"
+
+    def text(self) -> str:
+        """The ladder for the terminal."""
+        width = max(len(s.player) for s in self.standings)
+        rel = "greedy" in self.players
+        lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games a pair"
+                 + ("" if self.complete else " (incomplete)") + f"; Elo with {self.anchor} = 0, 95% interval"]
+        for k, s in enumerate(self.standings, 1):
+            vs = f"  greedy{s.vs_greedy:+6.0f}" if rel and s.vs_greedy is not None else ""
+            lines.append(f"{k:3d}. {s.player:<{width}}  {s.elo:6.0f}  [{s.low:6.0f} .. {s.high:6.0f}]{vs}  "
+                         f"{s.games:5d} games  {100 * s.score:5.1f}%")
+        return "\n".join(lines)
+
+
+class Tournament:
+    """A round robin of ``players`` (SPECs) on ``rules``, its games logged to ``path``.
+
+    ``games``: per pair, even (colour-swapped pairs). ``parallel``: games in flight in one
+    process (a search side's waiting games are searched together); ``workers``: or processes.
+    """
+
+    def __init__(self, rules: Rules, players: list[str], *, games: int, seed: int, path: str | os.PathLike[str],
+                 random_opening: int = 3, parallel: int = 1, workers: int = 1) -> None:
+        players = [p.strip() for p in players]
+        if len(players) < 2:
+            raise TournamentError("a tournament needs at least two players")
+        if len(set(players)) != len(players):
+            raise TournamentError(f"a player is named twice: {sorted(p for p in players if players.count(p) > 1)[0]!r}")
+        for spec in players:
+            parse_spec(spec)  # a bad SPEC fails before any game (PlayerSpecError)
+        if games < 2 or games % 2:
+            raise TournamentError(f"games={games}: give an even number >= 2 (colour-swapped pairs)")
+        self.rules = rules
+        self.players = players
+        self.games = games
+        self.seed = int(seed)
+        self.random_opening = random_opening
+        self.parallel = parallel
+        self.workers = workers
+        self.path = Path(path)
+        self.anchor = "random" if "random" in players else players[0]
+
+    # ---- the results file -----------------------------------------------------------------------
+
+    def header(self) -> dict[str, Any]:
+        return {"format": FORMAT, "preset": self.rules.name, "players": self.players, "games": self.games,
+                "seed": self.seed, "random_opening": self.random_opening, "versions": versions_now()}
+
+    def _identity(self, header: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(header.get(k) for k in ("format", "preset", "players", "games", "seed", "random_opening"))
+
+    def load(self) -> dict[tuple[str, str], dict[int, int]]:
+        """The finished games in the file by pair: ``{(a, b): {index: a_result}}``. Starts the file
+        (its header) when there is none; drops a torn last line."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(self.header()) + "\n", encoding="utf-8")
+            return {}
+        raw = self.path.read_bytes()
+        complete = raw[: raw.rfind(b"\n") + 1]
+        if len(complete) < len(raw):
+            with open(self.path, "r+b") as f:
+                f.truncate(len(complete))
+        lines = complete.decode("utf-8", errors="replace").splitlines()
+        try:
+            header = json.loads(lines[0])
+        except (IndexError, json.JSONDecodeError):
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise TournamentError(f"{self.path}: not a hopzero tournament file (its first line is no {FORMAT} header)")
+        if self._identity(header) != self._identity(self.header()):
+            raise TournamentError(
+                f"{self.path}: holds another tournament (preset {header.get('preset')!r}, players "
+                f"{header.get('players')}, {header.get('games')} games a pair, seed {header.get('seed')}); "
+                "give another file or the same command")
+        done: dict[tuple[str, str], dict[int, int]] = {}
+        pairs = set(self.pairs())
+        for number, line in enumerate(lines[1:], 2):
+            try:
+                row = json.loads(line)
+                key, index, result = (row["a"], row["b"]), int(row["index"]), int(row["a_result"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise TournamentError(f"{self.path}: line {number} is not a game of this tournament") from None
+            if key not in pairs or not 0 <= index < self.games or result not in (-1, 0, 1):
+                raise TournamentError(f"{self.path}: line {number} is not a game of this tournament")
+            done.setdefault(key, {})[index] = result
+        return done
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every pair, in the order they are played."""
+        n = len(self.players)
+        return [(self.players[i], self.players[j]) for i in range(n) for j in range(i + 1, n)]
+
+    def pair_seed(self, a: str, b: str) -> int:
+        i, j = self.players.index(a), self.players.index(b)
+        return int(np.random.SeedSequence([self.seed, i, j]).generate_state(1)[0])
+
+    # ---- playing ----------------------------------------------------------------------------------
+
+    def run(self, on_game: Callable[[str, str, int, int], Any] | None = None) -> TournamentResult:
+        """Play every game the results file lacks, appending each as it finishes, then rate.
+        ``on_game(a, b, index, a_result)`` is called after each game is written."""
+        done = self.load()
+        with open(self.path, "a", encoding="utf-8") as log:
+            for a, b in self.pairs():
+                finished = done.setdefault((a, b), {})
+                if len(finished) == self.games:
+                    continue
+
+                def record(pair: int, game_in_pair: int, a_result: int, a: str = a, b: str = b,
+                           finished: dict[int, int] = finished) -> None:
+                    index = 2 * pair + game_in_pair
+                    log.write(json.dumps({"a": a, "b": b, "index": index, "a_result": a_result}) + "\n")
+                    log.flush()
+                    finished[index] = a_result
+                    if on_game is not None:
+                        on_game(a, b, index, a_result)
+
+                play_match(self.rules, a, b, games=self.games, seed=self.pair_seed(a, b),
+                           random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
+                           on_game=record, skip=set(finished))
+        return self.result(done)
+
+    def result(self, done: dict[tuple[str, str], dict[int, int]] | None = None) -> TournamentResult:
+        """The pairs and the ladder from the games played so far (the file's, by default)."""
+        done = self.load() if done is None else done
+        pairs = []
+        for a, b in self.pairs():
+            results = list(done.get((a, b), {}).values())
+            pairs.append(PairResult(a, b, results.count(1), results.count(0), results.count(-1)))
+        return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
+                                tuple(pairs), tuple(self._standings(pairs)))
+
+    def _standings(self, pairs: list[PairResult]) -> list[Standing]:
+        def fit(anchor: str) -> dict[str, Any]:
+            ladder = EloLadder(anchor=anchor)
+            for p in pairs:
+                if p.games:
+                    ladder.record(p.a, p.b, p.wins, p.draws, p.losses)
+            return ladder.fit()
+
+        ratings = fit(self.anchor)
+        relative = fit("greedy") if "greedy" in self.players else {}
+        games = dict.fromkeys(self.players, 0)
+        points = dict.fromkeys(self.players, 0.0)
+        for p in pairs:
+            games[p.a] += p.games
+            games[p.b] += p.games
+            points[p.a] += p.wins + 0.5 * p.draws
+            points[p.b] += p.losses + 0.5 * p.draws
+        out = []
+        for name in self.players:
+            r = ratings.get(name)
+            if r is None:  # not connected to the anchor by games yet
+                continue
+            vs = relative.get(name)
+            out.append(Standing(name, round(r.elo, 1), round(r.elo - Z95 * r.stderr, 1),
+                                round(r.elo + Z95 * r.stderr, 1), None if vs is None else round(vs.elo, 1),
+                                games[name], round(points[name] / games[name], 4) if games[name] else 0.0))
+        return sorted(out, key=lambda s: -s.elo)
+
+
+def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """``ladder.json``, ``ladder.md`` and ``ladder.png`` (ratings with their intervals) in
+    ``out_dir``; returns the files."""
+    from learner.run_files import atomic_write_text
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "ladder.json", json.dumps(result.to_dict(), indent=1) + "\n")
+    atomic_write_text(out / "ladder.md", result.markdown())
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(reversed(result.standings))
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5), dpi=100)
+    y = np.arange(len(rows))
+    ax.errorbar([s.elo for s in rows], y, xerr=[[s.elo - s.low for s in rows], [s.high - s.elo for s in rows]],
+                fmt="o", capsize=4)
+    ax.set_yticks(y, [s.player for s in rows])
+    ax.axvline(0, color="grey", linestyle=":")
+    ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% interval")
+    ax.set_title(f"{result.preset}: round robin, {result.games_per_pair} games a pair")
+    fig.tight_layout()
+    fig.savefig(out / "ladder.png")
+    plt.close(fig)
+    return [out / "ladder.json", out / "ladder.md", out / "ladder.png"]

@@ -1,0 +1,107 @@
+"""Round-robin tournaments (evaluator.tournament, ``hopzero tournament``): every pair's games from
+both seats, a Bradley-Terry ladder anchored at random, a results file that a second run resumes
+from (and that no other tournament may continue), and the ladder as JSON, Markdown and PNG."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import run, run_json
+
+from ccengine import preset
+from ccengine.players import PlayerSpecError
+from evaluator.arena import play_match
+from evaluator.tournament import Tournament, TournamentError
+
+RULES = preset("small-4-3")
+PLAYERS = ["random", "greedy", "alphabeta:depth=1", "alphabeta:depth=2"]
+
+
+def tournament(path, players=PLAYERS, games=6, seed=1, **kwargs):
+    return Tournament(RULES, list(players), games=games, seed=seed, path=path, **kwargs)
+
+
+def test_every_pair_plays_its_games_and_random_anchors_the_ladder(tmp_path):
+    result = tournament(tmp_path / "games.jsonl").run()
+    assert result.complete and len(result.pairs) == 6
+    assert all(p.games == 6 for p in result.pairs)
+    standings = {s.player: s for s in result.standings}
+    assert result.anchor == "random" and standings["random"].elo == 0 == standings["random"].low
+    assert standings["greedy"].vs_greedy == 0
+    assert standings["greedy"].elo > 0 and standings["greedy"].low < standings["greedy"].elo < standings["greedy"].high
+    assert [s.elo for s in result.standings] == sorted((s.elo for s in result.standings), reverse=True)
+    # Each pair's record is the match the arena plays with the pair's seed.
+    t = tournament(tmp_path / "other.jsonl")
+    alone = play_match(RULES, "greedy", "alphabeta:depth=1", games=6, seed=t.pair_seed("greedy", "alphabeta:depth=1"))
+    pair = next(p for p in result.pairs if (p.a, p.b) == ("greedy", "alphabeta:depth=1"))
+    assert (pair.wins, pair.draws, pair.losses) == (alone.a_wins, alone.draws, alone.b_wins)
+
+
+def test_an_interrupted_tournament_resumes_where_it_stopped(tmp_path):
+    path = tmp_path / "games.jsonl"
+    played = []
+
+    def stop_after_eight(a, b, index, a_result):
+        played.append((a, b, index))
+        if len(played) == 8:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tournament(path).run(on_game=stop_after_eight)
+    assert len(path.read_text().splitlines()) == 1 + 8
+    with open(path, "a") as f:
+        f.write('{"a": "random", "b": "gre')  # a crash mid-line
+    resumed = []
+    result = tournament(path).run(on_game=lambda a, b, i, r: resumed.append((a, b, i)))
+    assert len(resumed) == 6 * 6 - 8 and not set(resumed) & set(played)
+    fresh = tournament(tmp_path / "fresh.jsonl").run()
+    assert result.pairs == fresh.pairs and result.standings == fresh.standings
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_a_file_of_another_tournament_or_of_nothing_is_refused(tmp_path):
+    path = tmp_path / "games.jsonl"
+    tournament(path, games=2).run()
+    before = path.read_text()
+    for other in (dict(seed=2), dict(games=4), dict(players=PLAYERS[:3])):
+        with pytest.raises(TournamentError, match="holds another tournament"):
+            tournament(path, **{"games": 2, **other}).run()
+    assert path.read_text() == before
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("hello\n")
+    with pytest.raises(TournamentError, match="not a hopzero tournament file"):
+        tournament(garbage).run()
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text(before + '{"a": "random", "b": "nobody", "index": 0, "a_result": 1}\n')
+    with pytest.raises(TournamentError, match="line 14 is not a game of this tournament"):
+        tournament(forged, games=2).run()
+
+
+def test_bad_tournaments_are_refused_before_any_game(tmp_path):
+    path = tmp_path / "games.jsonl"
+    with pytest.raises(TournamentError, match="at least two players"):
+        tournament(path, players=["greedy"])
+    with pytest.raises(TournamentError, match="named twice: 'greedy'"):
+        tournament(path, players=["greedy", "random", "greedy"])
+    with pytest.raises(TournamentError, match="games=3: give an even number"):
+        tournament(path, games=3)
+    with pytest.raises(PlayerSpecError):
+        tournament(path, players=["greedy", "alphabeta:depth=99"])
+    assert not path.exists()
+
+
+def test_the_command_writes_the_ladder_and_resumes(tmp_path):
+    out = tmp_path / "ladder"
+    args = ("tournament", "--preset", "small-4-3", "--players", "random", "greedy", "alphabeta:depth=1",
+            "--games", "4", "--seed", "3", "--out", str(out), "--parallel", "2")
+    data = run_json(*args)
+    assert data["complete"] and [s["player"] for s in data["standings"]][-1] == "random"
+    assert {p.name for p in out.iterdir()} == {"games.jsonl", "ladder.json", "ladder.md", "ladder.png"}
+    assert (out / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| `random` | `greedy` |" in (out / "ladder.md").read_text()
+    again = run(*args)
+    assert "resuming" in again.stderr and "12 of 12 games already played" in again.stderr
+    assert json.loads((out / "ladder.json").read_text())["standings"] == data["standings"]
+    bad = run("tournament", "--players", "greedy", "--out", str(tmp_path / "x"), check=False)
+    assert bad.returncode == 2 and "at least two players" in bad.stderr and "Traceback" not in bad.stderr
