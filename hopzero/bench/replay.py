@@ -13,7 +13,13 @@ without and once with the append-only file, ``appendfsync everysec``):
    :class:`~learner.replay.WindowMirror` on ``ReplayLink.reader()``) and draws training batches
    from its window as fast as it can;
 4. Redis' own ``INFO cpu`` (``used_cpu_sys + used_cpu_user``, every thread of the server) before
-   and after gives its CPU seconds per game accepted; the learner's reads are included.
+   and after gives its CPU seconds. The reader, starved of CPU beside the writers, reads only a
+   part of the games, so once the writers have stopped a fresh reader reads up to 4,096 records
+   of the stream alone: that gives Redis' CPU per game read, and the rest of the CPU of the
+   writing phase is its CPU per game written. A game costs Redis one write and one read.
+
+Each server setting runs once per ``--send-batch`` value: the writers' ``send_batch`` (1: one
+round trip per game, as before batching; 8: ``ReplayConfig``'s default), side by side.
 
 The writers, the reader and Redis share the machine's cores, so the accepted rate measures the
 machine; what one Redis can take, its capacity, is ``1 / (Redis CPU seconds per game)`` (Redis
@@ -33,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ccengine.rules import Rules
-from hopzero.bench.common import ArgKit, BenchError, Report
+from hopzero.bench.common import ArgKit, BenchError, Report, batch_sizes_arg
 
 __all__ = ["ACTOR_GAMES_PER_S", "NAME", "SUMMARY", "ReplayPhase", "add_arguments", "bench_phase", "record_pool",
            "run"]
@@ -55,8 +61,10 @@ _PREFIX = "hopzero:bench-replay"
 class ReplayPhase:
     """One server (``aof``: append-only file on) under ``writers`` writers for ``wall_s`` seconds.
 
+    ``send_batch``: records per round trip of the writers;
     ``games_per_s``: records Redis accepted per second (its stream's ``entries-added``);
-    ``redis_cpu_s_per_game``: Redis CPU (user + system, all its threads) per accepted record;
+    ``redis_cpu_s_per_game``: Redis CPU (user + system, all its threads) to write and read one
+    game, the sum of ``redis_write_cpu_s_per_game`` and ``redis_read_cpu_s_per_game``;
     ``redis_capacity_games_per_s``: ``1 / redis_cpu_s_per_game``, what one Redis core takes;
     ``headroom``: capacity over the actors' production; ``accepted_headroom``: the accepted rate
     (limited by this machine's cores, shared with the writers) over the same;
@@ -66,6 +74,7 @@ class ReplayPhase:
     """
 
     aof: bool
+    send_batch: int
     writers: int
     wall_s: float
     games: int
@@ -73,6 +82,8 @@ class ReplayPhase:
     positions_per_s: float
     redis_cpu_s: float
     redis_cpu_s_per_game: float
+    redis_write_cpu_s_per_game: float
+    redis_read_cpu_s_per_game: float
     redis_capacity_games_per_s: float
     headroom: float
     accepted_headroom: float
@@ -109,11 +120,16 @@ def record_pool(rules: Rules, *, games: int, sims: int, seed: int) -> list[Any]:
     return records[:games]
 
 
-def _write(url: str, records: list[Any], first: int, barrier: Any, seconds: float) -> None:
-    """One writer process: add records round-robin from ``first`` for ``seconds`` after the barrier."""
-    from learner.replay import ReplayLink
+def _link(url: str, send_batch: int) -> Any:
+    from learner.replay import ReplayConfig, ReplayLink
 
-    writer = ReplayLink("redis", _RUN_ID, redis_url=url, key_prefix=_PREFIX).writer()
+    return ReplayLink("redis", _RUN_ID, redis_url=url, key_prefix=_PREFIX, send_batch=send_batch,
+                      send_delay_s=ReplayConfig().send_delay_s)
+
+
+def _write(url: str, send_batch: int, records: list[Any], first: int, barrier: Any, seconds: float) -> None:
+    """One writer process: add records round-robin from ``first`` for ``seconds`` after the barrier."""
+    writer = _link(url, send_batch).writer()
     barrier.wait()
     deadline = time.monotonic() + seconds
     i = first
@@ -123,12 +139,29 @@ def _write(url: str, records: list[Any], first: int, barrier: Any, seconds: floa
         i += 1
 
 
+def _read_cpu_per_record(client: Any, link: Any, most: int = 4096) -> float:
+    """Redis CPU seconds per record that a fresh reader (the learner's polls of 512) reads alone."""
+    reader = link.reader()
+    _, cpu0, _ = _redis_counters(client)
+    read = 0
+    while read < most:
+        before = reader.records_read
+        reader.poll(512)
+        if reader.records_read == before:
+            break
+        read = reader.records_read
+    _, cpu1, _ = _redis_counters(client)
+    return (cpu1 - cpu0) / max(1, read)
+
+
 def _redis_counters(client: Any) -> tuple[float, float, int]:
     """(now, Redis CPU seconds so far, records ever added to the stream)."""
+    from redis.exceptions import ResponseError
+
     cpu = client.info("cpu")
     try:
         added = int(client.xinfo_stream(f"{_PREFIX}:games")["entries-added"])
-    except Exception:  # no stream yet
+    except ResponseError:  # no stream yet
         added = 0
     return time.perf_counter(), float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]), added
 
@@ -138,6 +171,7 @@ def bench_phase(
     records: list[Any],
     *,
     aof: bool,
+    send_batch: int,
     writers: int,
     seconds: float,
     batch_size: int,
@@ -150,7 +184,7 @@ def bench_phase(
     for ``seconds``, stop the server; see :class:`ReplayPhase`."""
     from ccengine.encoding import encoding_for
     from hopzero.redis_server import LocalRedis
-    from learner.replay import ReplayLink, WindowMirror
+    from learner.replay import WindowMirror
     from learner.replay.redis_stream import connect
 
     positions = float(np.mean([r.num_positions for r in records]))
@@ -164,11 +198,11 @@ def bench_phase(
         procs: list[Any] = []
         try:
             client = connect(url)
-            link = ReplayLink("redis", _RUN_ID, redis_url=url, key_prefix=_PREFIX)
+            link = _link(url, send_batch)
             mirror = WindowMirror(link.reader(), encoding, window_positions=window_positions)
             barrier = ctx.Barrier(writers + 1)
             step = max(1, len(records) // writers)
-            procs = [ctx.Process(target=_write, args=(url, records, w * step, barrier, seconds), daemon=True)
+            procs = [ctx.Process(target=_write, args=(url, send_batch, records, w * step, barrier, seconds), daemon=True)
                      for w in range(writers)]
             for p in procs:
                 p.start()
@@ -190,6 +224,7 @@ def bench_phase(
             length = int(client.xlen(f"{_PREFIX}:games"))
             memory = int(client.memory_usage(f"{_PREFIX}:games", samples=0) or 0)
             missed = int(mirror.reader.stats().get("missed", 0)) if mirror.reader is not None else 0
+            read_cpu = _read_cpu_per_record(client, link)
             client.close()
         finally:
             for p in procs:
@@ -198,13 +233,15 @@ def bench_phase(
             server.stop()
     wall = t1 - t0
     games = added1 - added0
-    cpu_per_game = (cpu1 - cpu0) / max(1, games)
+    write_cpu = max(0.0, cpu1 - cpu0 - read_cpu * records_read) / max(1, games)
+    cpu_per_game = write_cpu + read_cpu
     capacity = 1.0 / cpu_per_game if cpu_per_game > 0 else 0.0
     demand = actors * actor_games_per_s
     return ReplayPhase(
-        aof=aof, writers=writers, wall_s=round(wall, 3), games=games, games_per_s=round(games / wall, 1),
+        aof=aof, send_batch=send_batch, writers=writers, wall_s=round(wall, 3), games=games, games_per_s=round(games / wall, 1),
         positions_per_s=round(games * positions / wall, 1), redis_cpu_s=round(cpu1 - cpu0, 3),
-        redis_cpu_s_per_game=round(cpu_per_game, 8), redis_capacity_games_per_s=round(capacity, 1),
+        redis_cpu_s_per_game=round(cpu_per_game, 8), redis_write_cpu_s_per_game=round(write_cpu, 8),
+        redis_read_cpu_s_per_game=round(read_cpu, 8), redis_capacity_games_per_s=round(capacity, 1),
         headroom=round(capacity / demand, 2), accepted_headroom=round(games / wall / demand, 2),
         memory_bytes_per_game=round(memory / max(1, length), 1), stream_length=length,
         learner_batches_per_s=round(batches / wall, 2), learner_samples_per_s=round(batches * batch_size / wall, 1),
@@ -214,7 +251,7 @@ def bench_phase(
 
 
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
-    """``--writers``, ``--seconds``, ``--aof``, ``--pool``, ``--sims``, ``--batch``, ``--window``,
+    """``--writers``, ``--seconds``, ``--aof``, ``--send-batch``, ``--pool``, ``--sims``, ``--batch``, ``--window``,
     ``--actors``, ``--actor-games-per-s``."""
     p.add_argument("--writers", type=kit.int_at_least(1), default=8, metavar="W",
                    help="writer processes (default 8)")
@@ -222,6 +259,8 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
                    help="seconds of writing per server (default 20)")
     p.add_argument("--aof", choices=("off", "on", "both"), default="both",
                    help="append-only file of the server: off, on (everysec), both: one run each (default both)")
+    p.add_argument("--send-batch", type=batch_sizes_arg, default=[1, 8], metavar="N,N,...",
+                   help="records per round trip of the writers, one run each (default 1,8: before and after batching)")
     p.add_argument("--pool", type=kit.int_at_least(1), default=16, metavar="N",
                    help="self-play games played first, the records the writers send (default 16)")
     p.add_argument("--sims", type=kit.int_at_least(1), default=175, metavar="S",
@@ -239,6 +278,8 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
 def run(args: argparse.Namespace) -> Report:
     """The command: the record pool, then one phase per server setting."""
     rules: Rules = args.preset
+    if max(args.send_batch) > 64:
+        raise BenchError(f"--send-batch {max(args.send_batch)}: at most 64 records per round trip")
     t0 = time.perf_counter()
     records = record_pool(rules, games=args.pool, sims=args.sims, seed=args.seed)
     pool_s = time.perf_counter() - t0
@@ -246,10 +287,11 @@ def run(args: argparse.Namespace) -> Report:
 
     sizes = [len(encode_record(r)) for r in records]
     phases = [
-        bench_phase(rules, records, aof=aof, writers=args.writers, seconds=args.seconds, batch_size=args.batch,
+        bench_phase(rules, records, aof=aof, send_batch=send_batch, writers=args.writers, seconds=args.seconds, batch_size=args.batch,
                     window_positions=args.window, actors=args.actors, actor_games_per_s=args.actor_games_per_s,
                     seed=args.seed)
         for aof in {"off": (False,), "on": (True,), "both": (False, True)}[args.aof]
+        for send_batch in args.send_batch
     ]
     data = {
         "preset": rules.name, "writers": args.writers, "seconds": args.seconds, "batch_size": args.batch,
@@ -262,11 +304,11 @@ def run(args: argparse.Namespace) -> Report:
                                      if args.actor_games_per_s == ACTOR_GAMES_PER_S else "--actor-games-per-s"),
         "runs": [asdict(ph) for ph in phases],
     }
-    lines = [f"{rules.name}: {len(records)} self-play records of the shipped model, {data['positions_per_game']:.1f} "
-             f"positions and {data['record_bytes_mean']:,.0f} bytes each; {args.writers} writers, {args.seconds:g} s"]
+    lines = [(f"{rules.name}: {len(records)} self-play records of the shipped model, {data['positions_per_game']:.1f} "
+              f"positions and {data['record_bytes_mean']:,.0f} bytes each; {args.writers} writers, {args.seconds:g} s")]
     for ph in phases:
         lines.append(
-            f"  AOF {'on ' if ph.aof else 'off'}: {ph.games_per_s:,.0f} games/s accepted ({ph.positions_per_s:,.0f} "
+            f"  AOF {'on ' if ph.aof else 'off'}, {ph.send_batch:2d} per send: {ph.games_per_s:,.0f} games/s accepted ({ph.positions_per_s:,.0f} "
             f"positions/s), Redis {1e6 * ph.redis_cpu_s_per_game:.1f} us CPU per game = capacity "
             f"{ph.redis_capacity_games_per_s:,.0f} games/s, headroom {ph.headroom:.1f}x against {args.actors} actors "
             f"(accepted: {ph.accepted_headroom:.1f}x); {ph.memory_bytes_per_game:,.0f} bytes per game; learner "
