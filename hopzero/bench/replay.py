@@ -70,7 +70,8 @@ class ReplayPhase:
     (limited by this machine's cores, shared with the writers) over the same;
     ``memory_bytes_per_game``: ``MEMORY USAGE`` of the stream over its length;
     ``learner_*``: the reader's batches and samples drawn, records and positions taken in, and
-    records trimmed before it read them (``learner_missed``), per second where named so.
+    records trimmed before it read them (``learner_missed``), per second where named so;
+    ``learner_ms_per_batch``: the time one ``sample`` took (the rest went to taking games in).
     """
 
     aof: bool
@@ -91,6 +92,7 @@ class ReplayPhase:
     stream_length: int
     learner_batches_per_s: float
     learner_samples_per_s: float
+    learner_ms_per_batch: float
     learner_records_per_s: float
     learner_positions_per_s: float
     learner_missed: int
@@ -210,10 +212,13 @@ def bench_phase(
             t0, cpu0, added0 = _redis_counters(client)
             deadline = time.monotonic() + seconds
             batches = inserted = 0
+            sampling_s = 0.0
             while time.monotonic() < deadline:
                 inserted += mirror.poll(max_records=512)
                 if mirror.size >= batch_size:
+                    ts = time.perf_counter()
                     mirror.sample(batch_size, rng)
+                    sampling_s += time.perf_counter() - ts
                     batches += 1
                 else:
                     time.sleep(0.001)
@@ -245,6 +250,7 @@ def bench_phase(
         headroom=round(capacity / demand, 2), accepted_headroom=round(games / wall / demand, 2),
         memory_bytes_per_game=round(memory / max(1, length), 1), stream_length=length,
         learner_batches_per_s=round(batches / wall, 2), learner_samples_per_s=round(batches * batch_size / wall, 1),
+        learner_ms_per_batch=round(1000 * sampling_s / max(1, batches), 3),
         learner_records_per_s=round(records_read / wall, 1), learner_positions_per_s=round(inserted / wall, 1),
         learner_missed=missed,
     )
