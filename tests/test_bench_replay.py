@@ -37,4 +37,6 @@ def test_bad_input_is_one_line_naming_the_problem():
     proc = run(*ARGS, "--send-batch", "65", check=False)
     assert proc.returncode == 2 and "--send-batch 65" in proc.stderr
     proc = run(*ARGS, "--preset", "small-4-3", check=False)
+    assert proc.returncode == 2 and "give --actor-games-per-s for preset 'small-4-3'" in proc.stderr
+    proc = run(*ARGS, "--preset", "small-4-3", "--actor-games-per-s", "2", check=False)
     assert proc.returncode == 2 and "no shipped model for preset 'small-4-3'" in proc.stderr

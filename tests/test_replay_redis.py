@@ -110,7 +110,7 @@ def test_a_batching_writer_sends_a_full_batch_or_an_old_one_in_one_round_trip(se
     writer = replay(server, clock, send_batch=3, send_delay_s=5.0)
     calls = []
     writer.client.set_response_callback("EVALSHA", lambda response, **kw: calls.append(1) or response)
-    recs = records(7)
+    recs = records(5)
     for r in recs[:2]:
         writer.add(r)
     assert writer.pending == 2 and writer.client.xlen("t:games") == 0

@@ -98,9 +98,10 @@ class ReplayPhase:
     learner_missed: int
 
 
-def record_pool(rules: Rules, *, games: int, sims: int, seed: int) -> list[Any]:
-    """``games`` records of self-play with the preset's shipped model: the actor's worker plays
-    ``games`` games at once (``sims`` simulations per move) until that many have finished."""
+def record_pool(rules: Rules, *, games: int, sims: int, seed: int) -> tuple[list[Any], Any]:
+    """``games`` records of self-play with the preset's shipped model, and the model's input
+    encoding (the learner's): the actor's worker plays ``games`` games at once (``sims``
+    simulations per move) until that many have finished."""
     from actors.selfplay import SelfPlayWorker
     from ccengine.search import SearchConfig
     from learner.model import NetConfig
@@ -119,7 +120,7 @@ def record_pool(rules: Rules, *, games: int, sims: int, seed: int) -> list[Any]:
     records: list[Any] = []
     while len(records) < games:
         records += worker.step()
-    return records[:games]
+    return records[:games], worker.encoding
 
 
 def _link(url: str, send_batch: int) -> Any:
@@ -169,8 +170,8 @@ def _redis_counters(client: Any) -> tuple[float, float, int]:
 
 
 def bench_phase(
-    rules: Rules,
     records: list[Any],
+    encoding: Any,
     *,
     aof: bool,
     send_batch: int,
@@ -183,14 +184,12 @@ def bench_phase(
     seed: int,
 ) -> ReplayPhase:
     """Start a fresh ``redis-server``, run ``writers`` writer processes and a learner-like reader
-    for ``seconds``, stop the server; see :class:`ReplayPhase`."""
-    from ccengine.encoding import encoding_for
+    for ``seconds``, stop the server; see :class:`ReplayPhase`. ``encoding``: the learner's input."""
     from hopzero.redis_server import LocalRedis
     from learner.replay import WindowMirror
     from learner.replay.redis_stream import connect
 
     positions = float(np.mean([r.num_positions for r in records]))
-    encoding = encoding_for(rules, "general", history=3)
     rng = np.random.default_rng(seed)
     # fork: the writers inherit the records (nothing is pickled); a context, not a global setting
     ctx = multiprocessing.get_context("fork")
@@ -277,25 +276,33 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
                    help="the learner's window, positions (default 200000, replay.window_positions)")
     p.add_argument("--actors", type=kit.int_at_least(1), default=1000, metavar="A",
                    help="actors the headroom is computed against (default 1000)")
-    p.add_argument("--actor-games-per-s", type=kit.positive, default=ACTOR_GAMES_PER_S, metavar="G",
-                   help=f"games/s of one actor (default {ACTOR_GAMES_PER_S}: docs/BENCHMARKS.md, cc49)")
+    p.add_argument("--actor-games-per-s", type=kit.positive, default=None, metavar="G",
+                   help=f"games/s of one actor (cc49's default {ACTOR_GAMES_PER_S}: docs/BENCHMARKS.md; "
+                        "other presets must give it)")
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command: the record pool, then one phase per server setting."""
+    from learner.records import encode_record
+
     rules: Rules = args.preset
     if max(args.send_batch) > 64:
         raise BenchError(f"--send-batch {max(args.send_batch)}: at most 64 records per round trip")
+    actor_rate = args.actor_games_per_s
+    if actor_rate is None and rules.name != "cc49":
+        raise BenchError(f"give --actor-games-per-s for preset {rules.name!r}: the default ({ACTOR_GAMES_PER_S}) "
+                         "is cc49's actor")
+    source = ("--actor-games-per-s" if actor_rate is not None else "docs/BENCHMARKS.md (hopzero bench actor, cc49, "
+              "9,200 simulations/s per core, 175 simulations x 52.5 positions per game)")
+    actor_rate = actor_rate or ACTOR_GAMES_PER_S
     t0 = time.perf_counter()
-    records = record_pool(rules, games=args.pool, sims=args.sims, seed=args.seed)
+    records, encoding = record_pool(rules, games=args.pool, sims=args.sims, seed=args.seed)
     pool_s = time.perf_counter() - t0
-    from learner.records import encode_record
-
     sizes = [len(encode_record(r)) for r in records]
     phases = [
-        bench_phase(rules, records, aof=aof, send_batch=send_batch, writers=args.writers, seconds=args.seconds, batch_size=args.batch,
-                    window_positions=args.window, actors=args.actors, actor_games_per_s=args.actor_games_per_s,
-                    seed=args.seed)
+        bench_phase(records, encoding, aof=aof, send_batch=send_batch, writers=args.writers, seconds=args.seconds,
+                    batch_size=args.batch, window_positions=args.window, actors=args.actors,
+                    actor_games_per_s=actor_rate, seed=args.seed)
         for aof in {"off": (False,), "on": (True,), "both": (False, True)}[args.aof]
         for send_batch in args.send_batch
     ]
@@ -304,18 +311,15 @@ def run(args: argparse.Namespace) -> Report:
         "pool_games": len(records), "pool_sims": args.sims, "pool_s": round(pool_s, 2),
         "positions_per_game": round(float(np.mean([r.num_positions for r in records])), 2),
         "record_bytes_mean": round(float(np.mean(sizes)), 1),
-        "actors": args.actors, "actor_games_per_s": args.actor_games_per_s,
-        "actor_games_per_s_source": ("docs/BENCHMARKS.md (hopzero bench actor, cc49, 9,200 simulations/s per core, "
-                                     "175 simulations x 52.5 positions per game)"
-                                     if args.actor_games_per_s == ACTOR_GAMES_PER_S else "--actor-games-per-s"),
+        "actors": args.actors, "actor_games_per_s": actor_rate, "actor_games_per_s_source": source,
         "runs": [asdict(ph) for ph in phases],
     }
     lines = [(f"{rules.name}: {len(records)} self-play records of the shipped model, {data['positions_per_game']:.1f} "
               f"positions and {data['record_bytes_mean']:,.0f} bytes each; {args.writers} writers, {args.seconds:g} s")]
     for ph in phases:
         lines.append(
-            f"  AOF {'on ' if ph.aof else 'off'}, {ph.send_batch:2d} per send: {ph.games_per_s:,.0f} games/s accepted ({ph.positions_per_s:,.0f} "
-            f"positions/s), Redis {1e6 * ph.redis_cpu_s_per_game:.1f} us CPU per game = capacity "
+            f"  AOF {'on ' if ph.aof else 'off'}, {ph.send_batch:2d} per send: {ph.games_per_s:,.0f} games/s accepted "
+            f"({ph.positions_per_s:,.0f} positions/s), Redis {1e6 * ph.redis_cpu_s_per_game:.1f} us CPU per game = capacity "
             f"{ph.redis_capacity_games_per_s:,.0f} games/s, headroom {ph.headroom:.1f}x against {args.actors} actors "
             f"(accepted: {ph.accepted_headroom:.1f}x); {ph.memory_bytes_per_game:,.0f} bytes per game; learner "
             f"{ph.learner_samples_per_s:,.0f} samples/s, {ph.learner_records_per_s:,.0f} records/s in"

@@ -51,8 +51,8 @@ class ReplayConfig:
     single sends (docs/BENCHMARKS.md, ``hopzero bench replay``), which is what lets one Redis serve
     1,000 actors with 10x to spare. A killed actor loses what it had queued."""
     send_delay_s: float = checked(5.0, ge=0)
-    """Redis backend: ... or once the oldest queued game has waited this long (seconds), checked
-    after each self-play step, so a slow actor's games are not held back for long."""
+    """Redis backend: the longest a finished game waits for its batch, in seconds (checked after
+    each self-play step). An actor finishing one game a second sends ~5 per round trip."""
 
     def __post_init__(self) -> None:
         check_fields(self)
