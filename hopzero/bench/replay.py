@@ -318,7 +318,7 @@ def run(args: argparse.Namespace) -> Report:
               f"positions and {data['record_bytes_mean']:,.0f} bytes each; {args.writers} writers, {args.seconds:g} s")]
     for ph in phases:
         lines.append(
-            f"  AOF {'on ' if ph.aof else 'off'}, {ph.send_batch:2d} per send: {ph.games_per_s:,.0f} games/s accepted "
+            f"  AOF {'on' if ph.aof else 'off'}, {ph.send_batch:2d} per send: {ph.games_per_s:,.0f} games/s accepted "
             f"({ph.positions_per_s:,.0f} positions/s), Redis {1e6 * ph.redis_cpu_s_per_game:.1f} us CPU per game = capacity "
             f"{ph.redis_capacity_games_per_s:,.0f} games/s, headroom {ph.headroom:.1f}x against {args.actors} actors "
             f"(accepted: {ph.accepted_headroom:.1f}x); {ph.memory_bytes_per_game:,.0f} bytes per game; learner "
