@@ -293,7 +293,9 @@ def _open_redis(
         if server is not None:
             server.stop()
         raise
-    return ReplayLink("redis", run_id, redis_url=url, key_prefix=prefix), server
+    link = ReplayLink("redis", run_id, redis_url=url, key_prefix=prefix, send_batch=config.replay.send_batch,
+                      send_delay_s=config.replay.send_delay_s)
+    return link, server
 
 
 def _claim_prefix(url: str, prefix: str, run_id: str, wait_s: float = 30.0) -> None:

@@ -48,6 +48,12 @@ CASES = {
         ("--preset", "small-5-6", "--depths", "1,2", "--count", "4", "--seed", "1"),
         {"results", "positions", "preset"},
     ),
+    "replay": (  # against redis-servers it starts; tests/test_bench_replay.py checks the figures agree
+        ("--writers", "1", "--seconds", "0.5", "--aof", "off", "--send-batch", "1", "--pool", "1", "--sims", "4",
+         "--batch", "8", "--window", "2000", "--seed", "1"),
+        {"runs", "preset", "writers", "pool_games", "positions_per_game", "record_bytes_mean", "actor_games_per_s",
+         "actor_games_per_s_source"},
+    ),
 }
 
 

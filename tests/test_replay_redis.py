@@ -105,6 +105,29 @@ def trainable(rec: GameRecord) -> int:
     return int((np.diff(rec.policy_offsets) > 0).sum())
 
 
+def test_a_batching_writer_sends_a_full_batch_or_an_old_one_in_one_round_trip(server):
+    clock = FakeClock()
+    writer = replay(server, clock, send_batch=3, send_delay_s=5.0)
+    calls = []
+    writer.client.set_response_callback("EVALSHA", lambda response, **kw: calls.append(1) or response)
+    recs = records(5)
+    for r in recs[:2]:
+        writer.add(r)
+    assert writer.pending == 2 and writer.client.xlen("t:games") == 0
+    writer.add(recs[2])  # the third: the batch is full
+    assert writer.pending == 0 and writer.added == 3 and len(calls) == 1
+    writer.add(recs[3])
+    clock.t += 4.9
+    assert writer.send() == 1  # not due yet
+    clock.t += 0.1
+    assert writer.send() == 0 and len(calls) == 2  # the oldest waited send_delay_s
+    writer.add(recs[4])
+    assert writer.flush(timeout=1.0) and writer.added == 5 and len(calls) == 3  # flush does not wait
+    assert writer.client.xlen("t:games") == 5
+    with pytest.raises(ValueError, match="send_batch=65"):
+        replay(server, send_batch=65)
+
+
 def test_records_reach_redis_and_the_mirror(server):
     writer, reader = replay(server), replay(server)
     recs = records(4)

@@ -45,6 +45,15 @@ class ReplayConfig:
     default): ``hopzero:<run id>``, one prefix per run directory, the same on every resume. Two
     runs never share a prefix: the second is refused when it starts."""
 
+    send_batch: int = checked(8, ge=1, le=64)
+    """Redis backend: an actor sends its finished games once this many are queued, in one round
+    trip (1 = each game at once). Batches of 8 take Redis less than half the CPU per game of
+    single sends (docs/BENCHMARKS.md, ``hopzero bench replay``), which is what lets one Redis serve
+    1,000 actors with 10x to spare. A killed actor loses what it had queued."""
+    send_delay_s: float = checked(5.0, ge=0)
+    """Redis backend: the longest a finished game waits for its batch, in seconds (checked after
+    each self-play step). An actor finishing one game a second sends ~5 per round trip."""
+
     def __post_init__(self) -> None:
         check_fields(self)
 

@@ -21,11 +21,20 @@ class ReplayLink:
     """The replay settings a component needs to open its writer or reader (picklable for Ray)."""
 
     def __init__(
-        self, backend: str, run_id: str, *, store: str = "", redis_url: str = "", key_prefix: str = ""
+        self,
+        backend: str,
+        run_id: str,
+        *,
+        store: str = "",
+        redis_url: str = "",
+        key_prefix: str = "",
+        send_batch: int = 1,
+        send_delay_s: float = 0.0,
     ) -> None:
         """``store``: the name of the ``MemoryReplay`` Ray actor (memory backend); a name rather
         than a handle, so that the link is plain data that a restarted actor can be given again.
-        ``key_prefix``: the run's Redis keys (``ReplayConfig.key_prefix_for``; redis backend)."""
+        ``key_prefix``: the run's Redis keys (``ReplayConfig.key_prefix_for``; redis backend).
+        ``send_batch``/``send_delay_s``: how a Redis writer batches its records (``ReplayConfig``)."""
         if backend not in ("memory", "redis"):
             raise ValueError(f"replay backend {backend!r}; valid: memory, redis")
         if backend == "memory" and not store:
@@ -39,6 +48,8 @@ class ReplayLink:
         self.store = store
         self.redis_url = redis_url
         self.key_prefix = key_prefix
+        self.send_batch = send_batch
+        self.send_delay_s = send_delay_s
 
     def describe(self) -> str:
         """The backend in a few words, for the driver's first line (no URL: it may hold a password)."""
@@ -64,4 +75,5 @@ class ReplayLink:
     def _redis(self) -> Any:
         from .redis_stream import RedisReplay  # the redis package only where Redis is used
 
-        return RedisReplay(self.redis_url, run_id=self.run_id, prefix=self.key_prefix)
+        return RedisReplay(self.redis_url, run_id=self.run_id, prefix=self.key_prefix, send_batch=self.send_batch,
+                           send_delay_s=self.send_delay_s)

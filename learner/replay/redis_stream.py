@@ -134,6 +134,10 @@ class RedisReplay(ReaderBase):
     Each instance has its own read cursor; actors only ``add``, the learner only ``poll``.
     ``max_records`` bounds the stream (approximately, Redis trims whole nodes): choose about
     ``1.5 * window_positions / positions kept per game`` so a restarted learner refills its window.
+    ``send_batch``/``send_delay_s``: a writer sends once ``send_batch`` records are queued or the
+    oldest queued one has waited ``send_delay_s`` seconds, all of them in one round trip (Redis
+    spends less than half the CPU per record on batches of 8: docs/BENCHMARKS.md); the default
+    ``1`` sends each record at once. ``batch``: the most records of one round trip.
     """
 
     def __init__(
@@ -145,6 +149,8 @@ class RedisReplay(ReaderBase):
         max_records: int = 20_000,
         pending_max: int = 1_000,
         batch: int = 64,
+        send_batch: int = 1,
+        send_delay_s: float = 0.0,
         clock: Clock = time.monotonic,
         backoff: Backoff | None = None,
     ) -> None:
@@ -156,11 +162,19 @@ class RedisReplay(ReaderBase):
         self.run_key = f"{prefix}:run"
         self.games_key = f"{prefix}:games"
         self.max_records = max_records
+        if not 1 <= send_batch <= batch:
+            raise ValueError(f"send_batch={send_batch} must be in 1..batch ({batch})")
+        if send_delay_s < 0:
+            raise ValueError(f"send_delay_s={send_delay_s} must be >= 0")
         self.batch = batch
+        self.send_batch = send_batch
+        self.send_delay_s = send_delay_s
+        self.clock = clock
         self.backoff = backoff or Backoff(clock=clock)
         self._add = self.client.register_script(_ADD_SCRIPT)
         # writer side
         self._pending: deque[bytes] = deque()
+        self._oldest_at = 0.0  # when the oldest queued record was queued
         self.pending_max = pending_max
         self.added = 0
         self.dropped = 0
@@ -204,15 +218,19 @@ class RedisReplay(ReaderBase):
             self.dropped += 1
             if log_often(self.dropped):
                 log.warning("replay: pending queue full while Redis is away: %d records dropped", self.dropped)
+        if not self._pending:
+            self._oldest_at = self.clock()
         self._pending.append(bytes(data))
         self.send()
 
-    def send(self) -> int:
-        """Try to send the queued records now; return how many are still queued.
+    def send(self, *, force: bool = False) -> int:
+        """Send the queued records when they are due (``send_batch`` of them, or the oldest
+        ``send_delay_s`` old; ``force``: now); return how many are still queued.
 
         Raises :class:`ForeignRunError` when another run owns the prefix.
         """
-        while self._pending and self.backoff.ready():
+        due = force or len(self._pending) >= self.send_batch or self.clock() - self._oldest_at >= self.send_delay_s
+        while due and self._pending and self.backoff.ready():
             chunk = [self._pending[i] for i in range(min(self.batch, len(self._pending)))]
             try:
                 self._add(keys=[self.run_key, self.games_key], args=[*self._run_args(), *chunk])
@@ -233,7 +251,7 @@ class RedisReplay(ReaderBase):
     def flush(self, timeout: float = 10.0) -> bool:
         """Block (sleeping through backoffs) until the queue is sent or ``timeout``; True when empty."""
         deadline = time.monotonic() + timeout
-        while self.send() and time.monotonic() < deadline:
+        while self.send(force=True) and time.monotonic() < deadline:
             time.sleep(max(0.0, min(self.backoff.next_at - self.backoff.clock(), deadline - time.monotonic(), 1.0)))
         return not self._pending
 
