@@ -92,6 +92,8 @@ class MatchGame:
     """Positions where a move was chosen (the plies of the game)."""
     legal_moves: int
     """Legal moves summed over those positions."""
+    moves: tuple[Move, ...] = ()
+    """The moves played from the start position, in order (the random opening's included)."""
 
     @property
     def a_result(self) -> int:
@@ -132,6 +134,8 @@ class MatchResult:
     """A's record in the games where B moved first."""
     a_results: tuple[int, ...]
     """Each game's result from A's side, in game order (games 2p and 2p+1 share an opening)."""
+    played: tuple[MatchGame, ...] = ()
+    """Each finished game with its moves, in game order (``evaluator.game_log`` keeps them)."""
 
     @property
     def a_score(self) -> float:
@@ -142,6 +146,7 @@ class MatchResult:
         """JSON-ready summary (per-game results left out)."""
         d = asdict(self)
         d.pop("a_results")
+        d.pop("played")
         d["seat_wins"] = list(self.seat_wins)
         d["a_score"] = round(self.a_score, 6)
         d["mean_plies"] = round(self.mean_plies, 4)
@@ -261,8 +266,19 @@ class _Game:
     """One game in flight in one slot."""
 
     __slots__ = (
-        "index", "slot", "a_seat", "state", "tracker", "opening_rng",
-        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal",
+        "a_seat",
+        "index",
+        "legal",
+        "moves",
+        "opening_rng",
+        "players",
+        "positions",
+        "rngs",
+        "side_of_seat",
+        "slot",
+        "state",
+        "tracker",
+        "waiting_legal",
     )
 
     def __init__(self, index: int, slot: int) -> None:
@@ -272,6 +288,7 @@ class _Game:
         self.positions = 0
         self.legal = 0
         self.waiting_legal = 0  # legal moves of the position waiting on a search
+        self.moves: list[Move] = []
 
 
 class _Match:
@@ -319,6 +336,7 @@ class _Match:
     def _play(self, g: _Game, move: Move, legal: int) -> None:
         g.positions += 1
         g.legal += legal
+        g.moves.append((int(move[0]), int(move[1])))
         g.state.play(move)
         if g.tracker is not None:
             g.tracker.play(move)
@@ -340,7 +358,8 @@ class _Match:
 
     def _finish(self, g: _Game) -> None:
         state = g.state
-        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal)
+        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal,
+                           tuple(g.moves))
         self.records.append(record)
         del self.active[g.slot]
         self.free.append(g.slot)
@@ -504,6 +523,7 @@ def _summarize(
         a_first=side(0),
         a_second=side(1),
         a_results=tuple(r.a_result for r in records),
+        played=tuple(records),
     )
 
 

@@ -48,6 +48,10 @@ CASES = {
         ("--preset", "small-5-6", "--depths", "1,2", "--count", "4", "--seed", "1"),
         {"results", "positions", "preset"},
     ),
+    "reply": (
+        ("--preset", "cc49", "--sims", "8", "--positions", "2", "--seed", "1"),
+        {"mean_s", "median_s", "max_s", "first_s", "loop_lag_max_ms", "positions", "player", "sims"},
+    ),
 }
 
 
@@ -109,6 +113,7 @@ def test_seed_decides_what_is_measured():
         (["bench", "actor", "--size", "huge"], ["--size", "tiny"]),
         (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
         (["bench", "frobnicate"], ["invalid choice", "movegen"]),
+        (["bench", "reply", "--preset", "small-4-3"], ["no shipped model", "small-4-3"]),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args, words):
