@@ -266,19 +266,8 @@ class _Game:
     """One game in flight in one slot."""
 
     __slots__ = (
-        "a_seat",
-        "index",
-        "legal",
-        "moves",
-        "opening_rng",
-        "players",
-        "positions",
-        "rngs",
-        "side_of_seat",
-        "slot",
-        "state",
-        "tracker",
-        "waiting_legal",
+        "index", "slot", "a_seat", "state", "tracker", "opening_rng",
+        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves",
     )
 
     def __init__(self, index: int, slot: int) -> None:

@@ -60,8 +60,8 @@ __all__ = [
     "Gate",
     "GateConfig",
     "GateResult",
-    "gate_results",
     "gsprt_llr",
+    "gate_results",
 ]
 
 Decision = Literal["promote", "reject", "continue"]
@@ -71,7 +71,7 @@ SprtModel = Literal["pentanomial", "trinomial"]
 _REGULARIZE = 1e-3  # fishtest's count for an empty outcome class
 
 
-def _exact(x: float | Fraction | str) -> Fraction:
+def _exact(x: float | Fraction | str | int) -> Fraction:
     """``x`` as the fraction its writer meant: a float goes through its shortest repr, so
     ``0.55`` is 11/20 and not the binary double just above it (which 11/20 would fail)."""
     if isinstance(x, float):

@@ -130,17 +130,18 @@ def log_promotion(run_dir: str | os.PathLike[str], best: BestModel) -> bool:
     file digest): a promotion finished after a crash is logged once. The torn tail of an append a
     crash interrupted is cut off first. Returns whether a line was written."""
     run = Path(run_dir)
-    with _locked(run), open(run / HISTORY_FILE, "a+b") as log:
-        log.seek(0)
-        text = log.read()
-        complete = text[: text.rfind(b"\n") + 1]  # without a torn tail
-        if len(complete) < len(text):
-            log.truncate(len(complete))
-        if _last_entry(complete) == (best.version, best.sha256):
-            return False
-        log.write((json.dumps(best.to_dict(), sort_keys=True) + "\n").encode())
-        log.flush()
-        os.fsync(log.fileno())
+    with _locked(run):
+        with open(run / HISTORY_FILE, "a+b") as log:
+            log.seek(0)
+            text = log.read()
+            complete = text[: text.rfind(b"\n") + 1]  # without a torn tail
+            if len(complete) < len(text):
+                log.truncate(len(complete))
+            if _last_entry(complete) == (best.version, best.sha256):
+                return False
+            log.write((json.dumps(best.to_dict(), sort_keys=True) + "\n").encode())
+            log.flush()
+            os.fsync(log.fileno())
     return True
 
 
