@@ -6,8 +6,8 @@ the Tables view shows match results; the page reconnects when its link drops and
 restarts; then screenshots of play (cc49, star2), analysis, the run view, a replay and the tables.
 
 The screenshots go to a temporary directory; with ``HOPZERO_SCREENSHOTS=DIR`` they go to DIR
-(``docs/images`` refreshes the documentation's), and ``HOPZERO_SCREENSHOT_RUN=RUN_DIR`` shows
-that run in the run view instead of the test's small one.
+(``docs/images`` refreshes the documentation's), and ``HOPZERO_SCREENSHOT_RUN=RUN_DIR`` serves
+that run too (run 1) and shows it in the run view's screenshot instead of the test's small one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from ccengine import PASS, new_state, preset
 from ccengine.players import GreedyPlayer
@@ -103,9 +103,11 @@ def _stop_server(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     _browser_or_skip()
-    run = Path(os.environ.get("HOPZERO_SCREENSHOT_RUN") or _run_dir(tmp_path_factory.mktemp("runs")))
+    runs = ["--run-dir", str(_run_dir(tmp_path_factory.mktemp("runs")))]
+    if os.environ.get("HOPZERO_SCREENSHOT_RUN"):  # run 1, shown in the run view's screenshot
+        runs += ["--run-dir", os.environ["HOPZERO_SCREENSHOT_RUN"]]
     results = _results(tmp_path_factory.mktemp("results"))
-    proc, url = _start_server(tmp_path_factory.mktemp("cwd"), "--run-dir", str(run), "--results", str(results))
+    proc, url = _start_server(tmp_path_factory.mktemp("cwd"), *runs, "--results", str(results))
     yield url
     _stop_server(proc)
 
@@ -250,6 +252,10 @@ def test_screenshots_of_play_analysis_and_runs(server, browser, shots):
 
     # the run view
     browser.get(server + "?tab=runs")
+    if os.environ.get("HOPZERO_SCREENSHOT_RUN"):
+        Select(browser.find_element(By.ID, "run-select")).select_by_value("1")
+        name = Path(os.environ["HOPZERO_SCREENSHOT_RUN"]).resolve().name
+        WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "run-info").text.startswith(name + ":"))
     WebDriverWait(browser, WAIT_S).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-winrate polyline"))
     assert browser.find_elements(By.CSS_SELECTOR, "#promotions tbody tr, #gates tbody tr")
     _shoot(browser, shots / "web-runs.png")
