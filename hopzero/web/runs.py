@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ccengine.notation import parse_position
-from ccengine.rules import Rules, RulesError
+from ccengine.rules import Rules
 from evaluator.elo import EloLadder
 from evaluator.game_log import FILE as GAMES_FILE
 from evaluator.game_log import read_games
@@ -155,15 +155,14 @@ def run_game(path: Path, game_id: int) -> dict[str, Any]:
     try:
         rules = Rules.from_dict(entry["rules"])
         game = Game(rules, 0, {}, parse_position(rules, str(entry["start"])))
-        for number, move in enumerate(entry["moves"], 1):
-            try:
-                game.play((int(move[0]), int(move[1])))
-            except GameError as exc:
-                raise GameError(f"game {game_id}, move {number}: {exc}") from None
-    except (KeyError, TypeError, ValueError, IndexError, RulesError) as exc:
-        if isinstance(exc, GameError):
-            raise
+        moves = [(int(m[0]), int(m[1])) for m in entry["moves"]]
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # RulesError, NotationError included
         raise GameError(f"game {game_id} of run {path.name} cannot be replayed: {exc}") from None
+    for number, move in enumerate(moves, 1):
+        try:
+            game.play(move)
+        except GameError as exc:
+            raise GameError(f"game {game_id}, move {number}: {exc}") from None
     return {
         "id": game_id, "kind": entry.get("kind"), "players": entry.get("players"),
         "model_versions": entry.get("model_versions"), "result": game.result,
