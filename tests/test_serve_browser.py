@@ -253,6 +253,7 @@ def test_screenshots_of_play_analysis_and_runs(server, browser, shots):
     # the run view
     browser.get(server + "?tab=runs")
     if os.environ.get("HOPZERO_SCREENSHOT_RUN"):
+        WebDriverWait(browser, WAIT_S).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#run-select option")) == 2)
         Select(browser.find_element(By.ID, "run-select")).select_by_value("1")
         name = Path(os.environ["HOPZERO_SCREENSHOT_RUN"]).resolve().name
         WebDriverWait(browser, WAIT_S).until(lambda d: d.find_element(By.ID, "run-info").text.startswith(name + ":"))
