@@ -84,8 +84,6 @@ function linkUp(name) {
   showConnection();
 }
 
-function forget(name) { if (links[name]) { linkUp(name); delete links[name]; } }
-
 function openSocket() {
   if (ui.socket) { ui.socket.onclose = null; ui.socket.close(); }
   const ws = new WebSocket(socketUrl(`/ws/games/${ui.id}`));
@@ -109,7 +107,7 @@ async function resumeGame() {
     data = await api("GET", `/api/games/${ui.id}`);
   } catch (err) {
     if (err.status === 404) {
-      forget("game");
+      linkUp("game"); // the server answers: the link is fine, the game is gone
       ui.lost = true;
       ui.thinking = false;
       say("The server no longer has this game (it restarted, and games live in its memory): press New game.");
