@@ -170,6 +170,7 @@ class EvaluatorService:
             parallel=self.evaluation.parallel_games,
             on_game=lambda pair, game, result: gate.record(pair, game, result),
             should_stop=lambda: gate.finished or self._stop.is_set(),
+            keep_moves=True,
         )
         result = gate.result()
         if result.decision == "continue":
@@ -340,6 +341,7 @@ class EvaluatorService:
             seed=self._seed(),
             parallel=cfg.parallel_games,
             should_stop=self._stop.is_set,
+            keep_moves=True,
         )
         if match.games < cfg.greedy_games:
             return  # stopped midway: not a measurement

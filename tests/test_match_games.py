@@ -24,17 +24,18 @@ def _replayed(rules, moves):
 
 @pytest.mark.parametrize("kw", [{}, {"parallel": 3}, {"workers": 2}])
 def test_every_game_keeps_its_moves_and_they_replay_to_its_result(kw):
-    match = play_match(TINY, "greedy", "greedy-stochastic", games=5, seed=11, **kw)
+    match = play_match(TINY, "greedy", "greedy-stochastic", games=5, seed=11, keep_moves=True, **kw)
     assert [g.index for g in match.played] == list(range(5))
     for game in match.played:
         state = _replayed(TINY, game.moves)
         assert state.is_terminal() and state.result() == game.result and state.ply == game.plies
-    assert match == play_match(TINY, "greedy", "greedy-stochastic", games=5, seed=11)  # the same games everywhere
+    assert match == play_match(TINY, "greedy", "greedy-stochastic", games=5, seed=11, keep_moves=True)  # same games
+    assert all(g.moves == () for g in play_match(TINY, "greedy", "random", games=2, seed=1, **kw).played)
     assert "played" not in match.to_dict()
 
 
 def test_the_game_log_keeps_the_newest_games_by_seat(tmp_path):
-    match = play_match(TINY, "greedy", "random", games=3, seed=2)
+    match = play_match(TINY, "greedy", "random", games=3, seed=2, keep_moves=True)
     added = add_match_games(tmp_path, TINY, match, kind="greedy", model_versions=(4, None), config_hash="h",
                             software={"hopzero": "0"}, keep=5)
     assert [g["id"] for g in added] == [0, 1, 2]

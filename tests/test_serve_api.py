@@ -43,7 +43,7 @@ def client(tmp_path):
                                                   {"a": "v2", "b": "greedy", "wins": 14, "draws": 0, "losses": 6}]}))
     # the games of two real matches, kept as the evaluator keeps them
     for name, games in (("star2", 2), ("small-4-3", 3)):
-        match = play_match(preset(name), "greedy", "random", games=games, seed=5)
+        match = play_match(preset(name), "greedy", "random", games=games, seed=5, keep_moves=True)
         add_match_games(run, preset(name), match, kind="greedy", model_versions=(7, None), config_hash="abc",
                         software={})
     results = tmp_path / "results.jsonl"

@@ -60,7 +60,7 @@ def _run_dir(tmp: Path) -> Path:
     (run / "evaluations.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
     # real games kept as the evaluator keeps them: the shipped model against greedy, and a star game
     for name, a, b, games in (("star2", "greedy", "greedy-stochastic", 1), ("cc49", SHIPPED_16, "greedy", 2)):
-        match = play_match(preset(name), a, b, games=games, seed=1)
+        match = play_match(preset(name), a, b, games=games, seed=1, keep_moves=True)
         add_match_games(run, preset(name), match, kind="greedy", model_versions=(None, None), config_hash="test",
                         software={})
     return run
