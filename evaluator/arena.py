@@ -92,6 +92,9 @@ class MatchGame:
     """Positions where a move was chosen (the plies of the game)."""
     legal_moves: int
     """Legal moves summed over those positions."""
+    moves: tuple[Move, ...] = ()
+    """The moves played from the start position, in order (the random opening's included); empty
+    unless the match was asked to keep them (``play_match(keep_moves=True)``)."""
 
     @property
     def a_result(self) -> int:
@@ -132,6 +135,9 @@ class MatchResult:
     """A's record in the games where B moved first."""
     a_results: tuple[int, ...]
     """Each game's result from A's side, in game order (games 2p and 2p+1 share an opening)."""
+    played: tuple[MatchGame, ...] = ()
+    """Each finished game, in game order, with its moves when the match kept them
+    (``evaluator.game_log`` writes them into the run directory)."""
 
     @property
     def a_score(self) -> float:
@@ -142,6 +148,7 @@ class MatchResult:
         """JSON-ready summary (per-game results left out)."""
         d = asdict(self)
         d.pop("a_results")
+        d.pop("played")
         d["seat_wins"] = list(self.seat_wins)
         d["a_score"] = round(self.a_score, 6)
         d["mean_plies"] = round(self.mean_plies, 4)
@@ -262,7 +269,7 @@ class _Game:
 
     __slots__ = (
         "index", "slot", "a_seat", "state", "tracker", "opening_rng",
-        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal",
+        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves",
     )
 
     def __init__(self, index: int, slot: int) -> None:
@@ -272,6 +279,7 @@ class _Game:
         self.positions = 0
         self.legal = 0
         self.waiting_legal = 0  # legal moves of the position waiting on a search
+        self.moves: list[Move] = []
 
 
 class _Match:
@@ -279,13 +287,14 @@ class _Match:
 
     def __init__(
         self, rules: Rules, sides: tuple[_Side, _Side], *, games: int, seed: int, random_opening: int,
-        parallel: int, engine: str,
+        parallel: int, engine: str, keep_moves: bool = False,
     ) -> None:
         self.rules = rules
         self.sides = sides
         self.random_opening = random_opening
         self.parallel = parallel
         self.engine = engine
+        self.keep_moves = keep_moves
         self.seeds = game_seeds(seed, games)
         self.needs_tracker = any(side.search is not None for side in sides)
         # One batched search per search player (one for both sides when A is B).
@@ -319,6 +328,7 @@ class _Match:
     def _play(self, g: _Game, move: Move, legal: int) -> None:
         g.positions += 1
         g.legal += legal
+        g.moves.append((int(move[0]), int(move[1])))
         g.state.play(move)
         if g.tracker is not None:
             g.tracker.play(move)
@@ -340,7 +350,8 @@ class _Match:
 
     def _finish(self, g: _Game) -> None:
         state = g.state
-        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal)
+        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal,
+                           tuple(g.moves) if self.keep_moves else ())
         self.records.append(record)
         del self.active[g.slot]
         self.free.append(g.slot)
@@ -434,11 +445,13 @@ class _WorkerMatch:
     games: int
     random_opening: int
     engine: str
+    keep_moves: bool
 
     def build(self) -> _Match:
         sides = tuple(_Side(s, self.rules, parallel=1, engine=self.engine) for s in (self.a, self.b))
         return _Match(self.rules, sides, games=self.games, seed=self.seed,  # type: ignore[arg-type]
-                      random_opening=self.random_opening, parallel=1, engine=self.engine)
+                      random_opening=self.random_opening, parallel=1, engine=self.engine,
+                      keep_moves=self.keep_moves)
 
 
 _worker: _Match | None = None  # the per-process match of a worker pool
@@ -504,6 +517,7 @@ def _summarize(
         a_first=side(0),
         a_second=side(1),
         a_results=tuple(r.a_result for r in records),
+        played=tuple(records),
     )
 
 
@@ -521,6 +535,7 @@ def play_match(
     on_game: Callable[[int, int, int], Any] | None = None,
     should_stop: Callable[[], bool] | None = None,
     skip: Collection[int] = (),
+    keep_moves: bool = False,
 ) -> MatchResult:
     """Play ``games`` games of ``a`` against ``b`` (each a player SPEC or a player) under the
     seed's protocol, up to ``parallel`` at once, each search side's waiting games searched in
@@ -532,7 +547,9 @@ def play_match(
     in flight are abandoned) and the result covers the finished games only. ``workers``: play on
     that many processes instead, one game at a time in each (SPEC sides only, ``parallel=1``);
     the result is the same for any ``workers``. ``skip``: game indices not to play (a resumed
-    tournament's finished games); the others are the games they would have been.
+    tournament's finished games); the others are the games they would have been. ``keep_moves``:
+    each game in ``played`` keeps its moves (the evaluator replays them; a long ``hopzero match``
+    does not need them in memory).
     """
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
@@ -559,10 +576,10 @@ def play_match(
     if workers > 1 and len(indices) > 1:
         if not (isinstance(a, str) and isinstance(b, str)):
             raise ValueError("workers > 1 plays in other processes: pass both sides as SPECs")
-        job = _WorkerMatch(rules, a, b, int(seed), games, random_opening, engine)
+        job = _WorkerMatch(rules, a, b, int(seed), games, random_opening, engine, keep_moves)
         records = _on_workers(job, workers, indices, on_game, should_stop)
     else:
         match = _Match(rules, sides, games=games, seed=int(seed), random_opening=random_opening,
-                       parallel=parallel, engine=engine)
+                       parallel=parallel, engine=engine, keep_moves=keep_moves)
         records = match.run(indices, on_game=on_game, should_stop=should_stop)
     return _summarize(rules, names, int(seed), random_opening, records)

@@ -3,7 +3,8 @@
 Inputs: the registry's candidate and best weights. Outputs: promotions (``best.json`` and the
 network file ``models/model-<version>.pt``, written atomically before the registry switches the
 actors), ``evaluations.jsonl`` (every gating match and every match against greedy), the Elo
-ladder (``elo.json``, greedy = 0) and metrics. Games are played by the one match runner
+ladder (``elo.json``, greedy = 0), the newest games of those matches to replay (``games.jsonl``,
+``evaluator.game_log``) and metrics. Games are played by the one match runner
 (:func:`evaluator.arena.play_match`) with many games in flight: both networks are searched for
 all waiting games with one network call per simulation round. Each network plays as the player
 ``mcts:model=FILE,sims=S`` of its model file (``learner.network_player``, the run's exploration
@@ -34,11 +35,13 @@ from learner.metrics import Metrics
 from learner.model import NetworkConfig
 from learner.model_files import read_model_file
 from learner.network_player import network_player_from_weights
+from learner.records import versions_now
 from learner.run_files import append_jsonl, read_best, read_jsonl
 
 from .arena import play_match
 from .config import EvaluationConfig
 from .elo import EloLadder
+from .game_log import add_match_games
 from .gating import Gate
 from .promotion import log_promotion, promote, write_pointer
 
@@ -80,6 +83,7 @@ class EvaluatorService:
         elo_path = self.run_dir / "elo.json"
         self.ladder = EloLadder.load(elo_path) if elo_path.is_file() else EloLadder(anchor="greedy")
         self.metrics = Metrics()
+        self._software = versions_now()
         self._stop = threading.Event()
         self._judged = -1  # newest candidate version gated
         self._measured = -1  # best version last measured against greedy
@@ -167,6 +171,7 @@ class EvaluatorService:
             parallel=self.evaluation.parallel_games,
             on_game=lambda pair, game, result: gate.record(pair, game, result),
             should_stop=lambda: gate.finished or self._stop.is_set(),
+            keep_moves=True,
         )
         result = gate.result()
         if result.decision == "continue":
@@ -177,6 +182,7 @@ class EvaluatorService:
             "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
             "simulations": self.evaluation.simulations,
         }
+        self._keep_games(match, "gate", (cv, bv))
         return self._judge(entry, cw, best)
 
     def _judge(self, entry: dict[str, Any], weights: Weights, best: tuple[int, Weights]) -> tuple[int, Weights]:
@@ -336,6 +342,7 @@ class EvaluatorService:
             seed=self._seed(),
             parallel=cfg.parallel_games,
             should_stop=self._stop.is_set,
+            keep_moves=True,
         )
         if match.games < cfg.greedy_games:
             return  # stopped midway: not a measurement
@@ -351,10 +358,16 @@ class EvaluatorService:
             "simulations": cfg.simulations, "mean_plies": match.mean_plies,
         }
         append_jsonl(self.run_dir / "evaluations.jsonl", entry)
+        self._keep_games(match, "greedy", (version, None))
         self.vs_greedy = entry
         self.metrics.set("hopzero_winrate_vs_greedy", score)
         self.metrics.set("hopzero_elo", elo)
         log.info("v%d against greedy: %.1f%% (%d games), Elo %.0f", version, 100 * score, match.games, elo)
+
+    def _keep_games(self, match: Any, kind: str, versions: tuple[int | None, int | None]) -> None:
+        """Keep the games of a finished match (``games.jsonl``) for the run view to replay."""
+        add_match_games(self.run_dir, self.rules, match, kind=kind, model_versions=versions,
+                        config_hash=self.config_hash, software=self._software)
 
     def stop(self) -> None:
         """End the loop (a match in flight is abandoned at its next finished game)."""

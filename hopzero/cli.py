@@ -253,6 +253,8 @@ def _add_match(sub: Any) -> None:
         "--parallel", type=_int_arg(1, MAX_PARALLEL), default=1, metavar="P",
         help="games in flight in one process, mcts searches batched (default 1: one game at a time)",
     )
+    p.add_argument("--out", metavar="FILE", default=None,
+                   help="append the result as one JSON line to FILE (the format `hopzero serve --results` reads)")
     _add_engine(p)
     _add_json(p)
     p.set_defaults(func=_cmd_match)
@@ -292,6 +294,8 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
     if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
         raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
+    if args.out is not None and not Path(args.out).resolve().parent.is_dir():
+        raise CliError(f"--out {args.out}: its directory does not exist")  # found before the match, not after
     progress = _Progress(enabled=not args.json)
     done = 0
 
@@ -316,6 +320,11 @@ def _cmd_match(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     data = result.to_dict()
     data.update(engine=args.engine, workers=args.workers, parallel=args.parallel, elapsed_s=round(elapsed, 3))
+    if args.out is not None:
+        from evaluator.results import append_result, result_line
+        from learner.records import versions_now
+
+        append_result(args.out, result_line(result, versions_now()))
     _emit(args, data, _match_text(result, elapsed))
     return 0
 
@@ -581,6 +590,8 @@ def _add_serve(sub: Any) -> None:
                    help="most simulations of one search (default 2000)")
     p.add_argument("--max-searches", type=_int_arg(1, SERVE_MAX_SEARCHES), default=2, metavar="N",
                    help="searches running at once over all clients (default 2)")
+    p.add_argument("--results", action="append", default=[], metavar="FILE",
+                   help="a match results file (`hopzero match --out`) for the Tables view (repeatable)")
     p.set_defaults(func=_cmd_serve)
 
 
@@ -590,7 +601,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     limits = Limits(max_simulations=args.max_sims, max_searches=args.max_searches)
     try:
-        return serve(args.host, args.port, args.run_dirs, limits, out=sys.stdout)
+        return serve(args.host, args.port, args.run_dirs, limits, out=sys.stdout, results=args.results)
     except ChoiceError as exc:
         raise CliError(str(exc)) from None
 

@@ -8,6 +8,7 @@
       best.json           the current best model (atomic pointer; learner/run_files.py)
       promotions.jsonl    every promotion
       evaluations.jsonl   every gating match and every match against greedy
+      games.jsonl         the newest games of those matches, to replay (evaluator/game_log.py)
       metrics.jsonl       the driver's progress snapshots
       elo.json            the Elo ladder
       plots/              win rate and Elo over time (PNG)

@@ -54,6 +54,10 @@ CASES = {
         {"runs", "preset", "writers", "pool_games", "positions_per_game", "record_bytes_mean", "actor_games_per_s",
          "actor_games_per_s_source"},
     ),
+    "reply": (
+        ("--preset", "cc49", "--sims", "8", "--positions", "2", "--seed", "1"),
+        {"mean_s", "median_s", "max_s", "first_s", "loop_lag_max_ms", "positions", "player", "sims"},
+    ),
 }
 
 
@@ -115,6 +119,7 @@ def test_seed_decides_what_is_measured():
         (["bench", "actor", "--size", "huge"], ["--size", "tiny"]),
         (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
         (["bench", "frobnicate"], ["invalid choice", "movegen"]),
+        (["bench", "reply", "--preset", "small-4-3"], ["no shipped model", "small-4-3"]),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args, words):

@@ -1,6 +1,6 @@
 """``hopzero serve``'s API through FastAPI's test client: games, the engine's thinking over the
-websocket, the run view, and every kind of bad request answered with a clear error that changes
-nothing."""
+websocket, the run view with its games to replay, the tables of match results, and every kind of
+bad request answered with a clear error that changes nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from fastapi.testclient import TestClient
 from ccengine import PASS, new_state, preset
 from ccengine.notation import Position, format_position
 from ccengine.reference import is_witness_path, move_path
+from evaluator.arena import play_match
+from evaluator.game_log import add_match_games, read_games
+from evaluator.results import append_result, result_line
 from hopzero.web.app import create_app
 from hopzero.web.board import cell_points
 from hopzero.web.opponents import Limits
@@ -38,7 +41,15 @@ def client(tmp_path):
     (run / "elo.json").write_text(json.dumps({"format": "hopzero.elo-ladder", "version": 1, "anchor": "greedy",
                                               "prior_draws": 1.0, "matches": [
                                                   {"a": "v2", "b": "greedy", "wins": 14, "draws": 0, "losses": 6}]}))
-    app = create_app([run], Limits(max_simulations=500, max_depth=3, max_searches=1, max_games=3))
+    # the games of two real matches, kept as the evaluator keeps them
+    for name, games in (("star2", 2), ("small-4-3", 3)):
+        match = play_match(preset(name), "greedy", "random", games=games, seed=5, keep_moves=True)
+        add_match_games(run, preset(name), match, kind="greedy", model_versions=(7, None), config_hash="abc",
+                        software={})
+    results = tmp_path / "results.jsonl"
+    for a, b, seed in (("greedy", "random", 1), ("greedy-stochastic", "greedy", 2), ("random", "greedy-stochastic", 3)):
+        append_result(results, result_line(play_match(preset("small-4-3"), a, b, games=4, seed=seed), {}))
+    app = create_app([run], Limits(max_simulations=500, max_depth=3, max_searches=1, max_games=3), [results])
     with TestClient(app) as c:
         yield c
 
@@ -234,6 +245,21 @@ def test_searches_beyond_the_limit_are_refused_not_queued(client):
     assert client.get(f"/api/games/{second['id']}").json()["game"]["ply"] == 0
 
 
+def test_the_server_answers_while_the_engine_thinks(client):
+    # the search runs on a worker thread: requests are served meanwhile, not after it
+    data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
+    with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
+        ws.send_text(json.dumps({"type": "reply"}))
+        assert ws.receive_json()["type"] == "thinking"
+        assert client.get("/api/info").status_code == 200
+        assert client.get(f"/api/games/{data['id']}").json()["game"]["ply"] == 0
+        assert "thinking" in client.post(f"/api/games/{data['id']}/undo").json()["error"]  # still searching
+        ws.send_text(json.dumps({"type": "stop"}))
+        while (msg := ws.receive_json())["type"] == "thinking":
+            pass
+        assert msg["type"] == "moved"
+
+
 def test_a_search_is_cancelled_when_its_client_leaves(client):
     data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
     server = client.app.state.server
@@ -353,3 +379,89 @@ def test_the_run_feed_sends_changes(client, monkeypatch):
             f.write('\n{"kind": "greedy", "wall": 1795502000.0, "version": 3, "score": 0.8, "elo": 240.0}\n')
         second = ws.receive_json()["run"]
         assert [g["version"] for g in second["greedy"]] == [1, 2, 3]
+
+
+def test_the_run_view_lists_the_kept_games_newest_first(client):
+    path = client.app.state.server.runs.get(0)
+    kept = read_games(path)
+    games = client.get("/api/runs/0").json()["games"]
+    assert [g["id"] for g in games] == [g["id"] for g in reversed(kept)] == [4, 3, 2, 1, 0]
+    assert games[0]["players"] in (["greedy", "random"], ["random", "greedy"])
+    assert {g["kind"] for g in games} == {"greedy"}
+
+
+@pytest.mark.parametrize("game_id", [0, 4])
+def test_a_kept_game_replays_move_by_move(client, game_id):
+    kept = next(g for g in read_games(client.app.state.server.runs.get(0)) if g["id"] == game_id)
+    rules = preset(kept["preset"])
+    data = client.get(f"/api/runs/0/games/{game_id}").json()
+    assert data["board"]["cells"] == rules.cells and data["board"]["kind"] == rules.geometry.kind
+    assert data["moves"] == kept["moves"] and data["result"] == kept["result"]
+    assert data["players"] == kept["players"]
+    seven = data["model_versions"].index(7)
+    assert data["players"][seven] == "greedy"  # model versions by seat, as the players
+    state = new_state(rules)
+    assert data["start_board"] == list(state.board)
+    for (s, e), path in zip(data["moves"], data["paths"], strict=True):
+        if (s, e) == PASS:
+            assert path == []
+        else:
+            assert path[0] == s and path[-1] == e and is_witness_path(rules, state.board, path)
+        state.play((s, e))
+    assert state.is_terminal() and state.result() == data["result"]
+
+
+def test_bad_game_requests_name_the_problem(client):
+    for url, status, needle in [
+        ("/api/runs/0/games/99", 404, "keeps no game 99"),
+        ("/api/runs/0/games/-1", 422, "game_id"),
+        ("/api/runs/0/games/abc", 422, "game_id"),
+        ("/api/runs/0/games/games.jsonl", 422, "game_id"),
+        ("/api/runs/3/games/0", 400, "run 3 does not exist"),
+    ]:
+        r = client.get(url)
+        assert r.status_code == status and needle in r.json()["error"], (url, r.text)
+    assert client.get("/api/runs/0/games/..%2F..%2Fetc%2Fpasswd").status_code in (404, 422)
+    # a game damaged on disk is refused with the move that does not replay
+    path = client.app.state.server.runs.get(0) / "games.jsonl"
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["moves"][-1] = [0, 0]
+    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    r = client.get(f"/api/runs/0/games/{last['id']}")
+    assert r.status_code == 400 and f"move {len(last['moves'])}" in r.json()["error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_tables_cross_the_results_and_rate_the_players(client):
+    data = client.get("/api/tables").json()
+    assert data["presets"] == ["small-4-3"] and data["files"] == ["results.jsonl"] and data["notes"] == []
+    t = data["table"]
+    assert t["anchor"] == "greedy" and t["matches"] == 3
+    names = [p["name"] for p in t["players"]]
+    assert sorted(names) == ["greedy", "greedy-stochastic", "random"]
+    elos = [p["elo"] for p in t["players"]]
+    assert elos == sorted(elos, reverse=True) and dict(zip(names, elos))["greedy"] == 0
+    for i, row in enumerate(t["cells"]):
+        assert row[i] is None and all(p["games"] == 8 for p in t["players"])
+        for j, cell in enumerate(row):
+            if i != j:  # i's record against j mirrors j's against i
+                mirror = t["cells"][j][i]
+                assert (cell["wins"], cell["draws"], cell["losses"]) == (mirror["losses"], mirror["draws"], mirror["wins"])
+                assert cell["score"] + mirror["score"] == pytest.approx(1.0)
+    assert client.get("/api/tables?preset=cc49").json()["table"]["players"] == []
+    r = client.get("/api/tables?preset=../x")
+    assert r.status_code == 422 and "preset" in r.json()["error"]
+
+
+def test_a_bad_results_line_is_a_note_not_an_error(client):
+    path = client.app.state.server.tables.paths[0]
+    with open(path, "a") as f:
+        f.write('{"format": "hopzero.match-result", "schema": 1, "preset": "cc49", "a": "x", "b": "y", '
+                '"games": 3, "a_wins": 1, "draws": 0, "b_wins": 1}\n')
+    data = client.get("/api/tables").json()
+    assert data["table"] is None and "line 4" in data["notes"][0] and "games" in data["notes"][0]

@@ -18,12 +18,14 @@ import argparse
 from types import ModuleType
 from typing import Any
 
-from hopzero.bench import actor, alphabeta, heuristic, learner, match, movegen, network, replay, selfplay
+from hopzero.bench import actor, alphabeta, heuristic, learner, match, movegen, network, replay, reply, selfplay
 from hopzero.bench.common import ArgKit, BenchError, Report, machine
 
 __all__ = ["BENCHMARKS", "ArgKit", "BenchError", "Report", "add_parsers", "run"]
 
-_MODULES: tuple[ModuleType, ...] = (movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay)
+_MODULES: tuple[ModuleType, ...] = (
+    movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay, reply,
+)
 
 #: Every benchmark by name, in the order ``hopzero bench --help`` lists them.
 BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}

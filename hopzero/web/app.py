@@ -26,7 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, TextIO
 
-from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi import FastAPI, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi import Path as FastApiPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -38,7 +39,8 @@ from ccengine.rules import RulesError
 
 from .board import Game, GameError, cell_points
 from .opponents import SEARCH_KINDS, ChoiceError, Limits, OpponentChoice, Opponents, RunDirs
-from .runs import run_stamp, run_summary
+from .runs import run_game, run_stamp, run_summary
+from .tables import Tables
 from .thinking import Thought, think
 
 __all__ = ["create_app", "serve"]
@@ -120,9 +122,10 @@ class _Entry:
 
 
 class _Server:
-    def __init__(self, runs: RunDirs, limits: Limits) -> None:
+    def __init__(self, runs: RunDirs, limits: Limits, tables: Tables) -> None:
         self.limits = limits
         self.runs = runs
+        self.tables = tables
         self.opponents = Opponents(runs, limits)
         self.games: OrderedDict[str, _Entry] = OrderedDict()
         self.searching = 0
@@ -196,9 +199,12 @@ def _static_dir() -> Path:
     return Path(str(resources.files("hopzero.web").joinpath("static")))
 
 
-def create_app(run_dirs: list[str | Path] | None = None, limits: Limits | None = None) -> FastAPI:
-    """The application: ``run_dirs`` are the runs it shows (by index), ``limits`` its caps."""
-    server = _Server(RunDirs(list(run_dirs or [])), limits or Limits())
+def create_app(
+    run_dirs: list[str | Path] | None = None, limits: Limits | None = None, results: list[str | Path] | None = None
+) -> FastAPI:
+    """The application: ``run_dirs`` are the runs it shows (by index), ``limits`` its caps,
+    ``results`` the match result files of its tables."""
+    server = _Server(RunDirs(list(run_dirs or [])), limits or Limits(), Tables(list(results or [])))
     app = FastAPI(title="hopzero", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.server = server
     static = _static_dir()
@@ -249,6 +255,7 @@ def create_app(run_dirs: list[str | Path] | None = None, limits: Limits | None =
                        "max_searches": server.limits.max_searches},
             "runs": [{"index": i, "name": p.name, "preset": server.runs.preset(i)}
                      for i, p in enumerate(server.runs.paths)],
+            "results": len(server.tables.paths),
         }
 
     @app.get("/api/presets/{name}")
@@ -348,6 +355,20 @@ def create_app(run_dirs: list[str | Path] | None = None, limits: Limits | None =
     @app.get("/api/runs/{index}")
     async def run_view(index: int) -> Any:
         return _guard(lambda: run_summary(index, server.runs.get(index)))
+
+    @app.get("/api/runs/{index}/games/{game_id}")
+    async def run_game_view(index: int, game_id: Annotated[int, FastApiPath(ge=0, le=2**53)]) -> Any:
+        def run() -> dict[str, Any]:
+            game = run_game(server.runs.get(index), game_id)
+            return {**game, "board": _board_info(game.pop("rules"))}
+
+        return _guard(run)
+
+    # -- tables -----------------------------------------------------------------------------
+
+    @app.get("/api/tables")
+    async def tables(preset: Annotated[str | None, Query(max_length=16, pattern=r"^[a-z0-9-]+$")] = None) -> Any:
+        return server.tables.view(preset)
 
     @app.websocket("/ws/runs/{index}")
     async def run_feed(websocket: WebSocket, index: int) -> None:
@@ -485,7 +506,8 @@ def create_app(run_dirs: list[str | Path] | None = None, limits: Limits | None =
 
 
 def serve(
-    host: str, port: int, run_dirs: list[str | Path], limits: Limits, *, out: TextIO
+    host: str, port: int, run_dirs: list[str | Path], limits: Limits, *, out: TextIO,
+    results: list[str | Path] | None = None,
 ) -> int:
     """Run the server until Ctrl-C: bind ``host:port`` (port 0: a free one), print the address
     to ``out``, serve. Returns the exit status."""
@@ -494,7 +516,7 @@ def serve(
 
     import uvicorn
 
-    app = create_app(run_dirs, limits)  # a bad --run-dir fails before anything listens
+    app = create_app(run_dirs, limits, results)  # a bad --run-dir or --results fails before anything listens
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -4,7 +4,9 @@
   time) and the gate decisions (candidate against best: score, verdict, reason);
 - ``promotions.jsonl``: every promotion; ``best.json``: the current best model;
 - ``elo.json``: the Elo ladder (greedy = 0), fitted by ``evaluator.elo``;
-- ``run.json``: the run's identity and start time.
+- ``run.json``: the run's identity and start time;
+- ``games.jsonl``: the newest evaluation games (``evaluator.game_log``), listed here and replayed
+  one at a time by :func:`run_game`, which checks every move with the engine.
 
 Files are read as they are while a run writes them: a torn last line is skipped (the JSONL
 reader), a missing or damaged file gives an empty section and a note, never an error page.
@@ -18,14 +20,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ccengine.notation import parse_position
+from ccengine.rules import Rules
 from evaluator.elo import EloLadder
+from evaluator.game_log import FILE as GAMES_FILE
+from evaluator.game_log import read_games
 from learner.run_files import read_jsonl
 
-__all__ = ["WATCHED", "run_stamp", "run_summary"]
+from .board import Game, GameError
+
+__all__ = ["WATCHED", "run_game", "run_stamp", "run_summary"]
 
 #: The files whose changes the live view follows.
-WATCHED = ("evaluations.jsonl", "promotions.jsonl", "elo.json", "best.json", "run.json")
-#: The most gate rows and promotions sent (the newest).
+WATCHED = ("evaluations.jsonl", "promotions.jsonl", "elo.json", "best.json", "run.json", GAMES_FILE)
+#: The most gate rows, promotions and games listed (the newest).
 MAX_ROWS = 200
 
 
@@ -107,6 +115,15 @@ def run_summary(index: int, path: Path) -> dict[str, Any]:
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             notes.append(f"elo.json: {exc}")
+    games = []
+    try:
+        games = [
+            {"id": g.get("id"), "kind": g.get("kind"), "minutes": minutes(g), "players": g.get("players"),
+             "result": g.get("result"), "plies": g.get("plies")}
+            for g in read_games(path)
+        ][::-1][:MAX_ROWS]
+    except (OSError, ValueError) as exc:
+        notes.append(f"{GAMES_FILE}: {exc.__class__.__name__}")
     best = None
     try:
         best = json.loads((path / "best.json").read_text(encoding="utf-8")).get("version")
@@ -123,5 +140,32 @@ def run_summary(index: int, path: Path) -> dict[str, Any]:
         "gates": gates,
         "promotions": promotions,
         "ratings": ratings,
+        "games": games,
         "notes": notes,
+    }
+
+
+def run_game(path: Path, game_id: int) -> dict[str, Any]:
+    """Kept game ``game_id`` of the run directory ``path``, replayed with the engine: the rules,
+    start position and moves as the file holds them, each move checked and given its hop path.
+    ``LookupError`` when the run keeps no such game, ``GameError`` when the game does not replay."""
+    entry = next((g for g in read_games(path) if g.get("id") == game_id), None)
+    if entry is None:
+        raise LookupError(f"run {path.name} keeps no game {game_id} (it keeps the newest evaluation games)")
+    try:
+        rules = Rules.from_dict(entry["rules"])
+        game = Game(rules, 0, {}, parse_position(rules, str(entry["start"])))
+        moves = [(int(m[0]), int(m[1])) for m in entry["moves"]]
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # RulesError, NotationError included
+        raise GameError(f"game {game_id} of run {path.name} cannot be replayed: {exc}") from None
+    for number, move in enumerate(moves, 1):
+        try:
+            game.play(move)
+        except GameError as exc:
+            raise GameError(f"game {game_id}, move {number}: {exc}") from None
+    return {
+        "id": game_id, "kind": entry.get("kind"), "players": entry.get("players"),
+        "model_versions": entry.get("model_versions"), "result": game.result,
+        "start_board": [int(v) for v in game.start.board],
+        "moves": [list(m) for m in game.moves], "paths": game.paths, "rules": rules,
     }

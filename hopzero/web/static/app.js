@@ -1,4 +1,5 @@
-// hopzero's page: play against a player, see what it thinks, watch a training run.
+// hopzero's page: play against a player, see what it thinks, watch a training run and replay its
+// games, read the tables of match results.
 // Plain JavaScript, no libraries, no network beyond this server. The board is drawn from the
 // cell points the server sends (the engine's geometry), so the rhombus and the star share it.
 "use strict";
@@ -16,6 +17,7 @@ const ui = {
   socket: null,
   busy: false,     // an animation or a request is under way
   thinking: false,
+  lost: false,     // the server no longer has this game (it restarted)
   opponents: [],
 };
 
@@ -29,21 +31,97 @@ async function api(method, url, body) {
     opts.headers["Content-Type"] = "application/json";
     opts.body = JSON.stringify(body);
   }
-  const res = await fetch(url, opts);
+  const res = await fetch(url, opts); // no answer at all: a TypeError without a status
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
-  if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+  if (!res.ok) throw Object.assign(new Error(data.error || `HTTP ${res.status}`), { status: res.status });
   return data;
 }
 
 function say(text) { $("message").textContent = text || ""; }
 
+function socketUrl(path) {
+  return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connections: when a websocket drops (the server restarted, the network went away) the page
+// tries again after 0.5, 1, 2, 4, 8, 8, ... s and says so in #connection.
+// ---------------------------------------------------------------------------------------------
+
+const links = {};  // "game" | "run" -> {down, attempts, timer}
+
+function backoffMs(attempts) { return Math.min(8000, 500 * 2 ** Math.max(0, attempts - 1)); }
+
+function showConnection() {
+  const c = $("connection"), down = Object.values(links).filter((l) => l.down);
+  if (!down.length) {
+    c.dataset.state = "connected";
+    c.textContent = c.dataset.dropped ? "Connected to the server again." : "";
+    return;
+  }
+  const attempts = Math.max(...down.map((l) => l.attempts));
+  c.dataset.state = "reconnecting";
+  c.dataset.dropped = "1";
+  c.textContent = `Connection to the server lost: reconnecting (attempt ${attempts}, next in ${(backoffMs(attempts) / 1000).toFixed(1)} s)…`;
+}
+
+// Call `retry` after the next back-off delay of link `name`.
+function linkDown(name, retry) {
+  const l = links[name] || (links[name] = { down: false, attempts: 0, timer: null });
+  clearTimeout(l.timer);
+  l.down = true;
+  l.attempts += 1;
+  l.timer = setTimeout(retry, backoffMs(l.attempts));
+  showConnection();
+}
+
+function linkUp(name) {
+  const l = links[name];
+  if (!l) return;
+  clearTimeout(l.timer);
+  l.down = false;
+  l.attempts = 0;
+  showConnection();
+}
+
 function openSocket() {
-  if (ui.socket) ui.socket.close();
-  const proto = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${proto}://${location.host}/ws/games/${ui.id}`);
+  if (ui.socket) { ui.socket.onclose = null; ui.socket.close(); }
+  const ws = new WebSocket(socketUrl(`/ws/games/${ui.id}`));
   ui.socket = ws;
   ws.onmessage = (ev) => onSocket(JSON.parse(ev.data));
-  return new Promise((resolve) => { ws.onopen = resolve; });
+  ws.onclose = () => { if (ui.socket === ws) gameLinkLost(); };
+  return new Promise((resolve) => { ws.onopen = () => { linkUp("game"); resolve(); }; });
+}
+
+function gameLinkLost() {
+  ui.socket = null;
+  ui.thinking = false; // the server stops a search whose client left; asked again once back
+  setStatus();
+  linkDown("game", resumeGame);
+}
+
+// Back on line: the game as the server has it now, or the news that it is gone.
+async function resumeGame() {
+  let data;
+  try {
+    data = await api("GET", `/api/games/${ui.id}`);
+  } catch (err) {
+    if (err.status === 404) {
+      linkUp("game"); // the server answers: the link is fine, the game is gone
+      ui.lost = true;
+      ui.thinking = false;
+      say("The server no longer has this game (it restarted, and games live in its memory): press New game.");
+      draw();
+      setStatus();
+      return;
+    }
+    linkDown("game", resumeGame);
+    return;
+  }
+  ui.game = data.game;
+  await openSocket();
+  say("");
+  afterChange(); // asks for the engine's move again if it was thinking when the link dropped
 }
 
 function send(msg) {
@@ -71,7 +149,7 @@ async function onSocket(msg) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Drawing the board
+// Drawing a board: the play board and the replay board share these
 // ---------------------------------------------------------------------------------------------
 
 function el(name, attrs, parent) {
@@ -79,6 +157,34 @@ function el(name, attrs, parent) {
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
   if (parent) parent.appendChild(node);
   return node;
+}
+
+// The empty board of `board` ({points, homes}) on `svg`, cells placed by `P(cell)`.
+function drawHoles(svg, board, P, holeAttr) {
+  svg.innerHTML = "";
+  const pts = board.points.map((_, i) => P(i));
+  const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
+  const pad = 0.8;
+  const minX = Math.min(...xs) - pad, minY = Math.min(...ys) - pad;
+  svg.setAttribute("viewBox", `${minX} ${minY} ${Math.max(...xs) - minX + pad} ${Math.max(...ys) - minY + pad}`);
+  const defs = el("defs", {}, svg);
+  const marker = el("marker", { id: `head-${svg.id}`, viewBox: "0 0 10 10", refX: 6, refY: 5, markerWidth: 3, markerHeight: 3, orient: "auto-start-reverse" }, defs);
+  el("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#8a5a00" }, marker);
+  const homeOf = {};
+  board.homes.forEach((cells, p) => cells.forEach((c) => { homeOf[c] = p; }));
+  const holes = el("g", {}, svg);
+  pts.forEach(([x, y], i) => {
+    const cls = "hole" + (i in homeOf ? ` home-${homeOf[i]}` : "");
+    el("circle", { cx: x, cy: y, r: 0.34, class: cls, [holeAttr]: i }, holes);
+  });
+}
+
+// The path of the last move, dashed, its start ringed.
+function drawLastPath(layer, path, P) {
+  if (!path || path.length < 2) return;
+  const [sx, sy] = P(path[0]);
+  el("circle", { cx: sx, cy: sy, r: 0.22, class: "last-start" }, layer);
+  el("polyline", { points: path.map((c) => P(c).join(",")).join(" "), class: "last-path" }, layer);
 }
 
 // The person's home at the bottom: turn the board half round when it is at the top.
@@ -96,34 +202,15 @@ function pt(cell) {
 
 function draw() {
   const svg = $("board");
-  svg.innerHTML = "";
-  if (!ui.board) return;
+  if (!ui.board) { svg.innerHTML = ""; return; }
+  drawHoles(svg, ui.board, pt, "data-hole");
   const pts = ui.board.points.map((_, i) => pt(i));
-  const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
-  const pad = 0.8;
-  const minX = Math.min(...xs) - pad, minY = Math.min(...ys) - pad;
-  svg.setAttribute("viewBox", `${minX} ${minY} ${Math.max(...xs) - minX + pad} ${Math.max(...ys) - minY + pad}`);
-  const defs = el("defs", {}, svg);
-  const marker = el("marker", { id: "head", viewBox: "0 0 10 10", refX: 6, refY: 5, markerWidth: 3, markerHeight: 3, orient: "auto-start-reverse" }, defs);
-  el("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#8a5a00" }, marker);
-
   const g = ui.game;
-  const homeOf = {};
-  ui.board.homes.forEach((cells, p) => cells.forEach((c) => { homeOf[c] = p; }));
-  const holes = el("g", {}, svg);
-  pts.forEach(([x, y], i) => {
-    const cls = "hole" + (i in homeOf ? ` home-${homeOf[i]}` : "");
-    el("circle", { cx: x, cy: y, r: 0.34, class: cls, "data-hole": i }, holes);
-  });
   if (!g) return;
 
   const layer = el("g", {}, svg);
-  if (g.last_path && g.last_path.length > 1) {
-    const [sx, sy] = pt(g.last_path[0]);
-    el("circle", { cx: sx, cy: sy, r: 0.22, class: "last-start" }, layer);
-    el("polyline", { points: g.last_path.map((c) => pt(c).join(",")).join(" "), class: "last-path" }, layer);
-  }
-  const mine = !g.over && g.to_move === g.human && !ui.thinking;
+  drawLastPath(layer, g.last_path, pt);
+  const mine = !g.over && !ui.lost && g.to_move === g.human && !ui.thinking;
   g.board.forEach((owner, i) => {
     if (owner < 0) return;
     const [x, y] = pts[i];
@@ -153,39 +240,45 @@ function drawArrows(svg) {
     const shrink = Math.min(0.3, len / 3);
     const x2 = b[0] - (dx / len) * shrink, y2 = b[1] - (dy / len) * shrink;
     el("line", { x1: a[0], y1: a[1], x2, y2, class: "arrow", "stroke-width": 0.05 + 0.18 * m.share,
-      "stroke-opacity": 0.35 + 0.6 * m.share, "marker-end": "url(#head)" }, layer);
+      "stroke-opacity": 0.35 + 0.6 * m.share, "marker-end": "url(#head-board)" }, layer);
     // the share sits near the arrow's head, where arrows from one piece part
     const lbl = el("text", { x: a[0] + 0.72 * dx, y: a[1] + 0.72 * dy + 0.08, class: "arrow-label", "text-anchor": "middle" }, layer);
     lbl.textContent = `${Math.round(100 * m.share)}%`;
   }
 }
 
-// A piece flies along its path, one leg at a time.
-function animate(path, boardBefore) {
+// A piece of `owner` flies along `path` on `svg` (cells placed by `P`), one leg at a time; the
+// piece standing on the path's start (`pieceAttr` = that cell) is lifted first.
+function fly(svg, P, path, owner, pieceAttr) {
   if (!path || path.length < 2) return Promise.resolve();
-  ui.busy = true;
-  const svg = $("board");
-  const start = svg.querySelector(`circle[data-cell="${path[0]}"]`);
-  const owner = boardBefore[path[0]];
+  const start = svg.querySelector(`circle[${pieceAttr}="${path[0]}"]`);
   if (start) start.remove();
-  const [x0, y0] = pt(path[0]);
-  const fly = el("circle", { cx: x0, cy: y0, r: 0.3, class: `piece p${owner} flying` }, svg);
+  const [x0, y0] = P(path[0]);
+  const piece = el("circle", { cx: x0, cy: y0, r: 0.3, class: `piece p${owner} flying` }, svg);
   return new Promise((resolve) => {
     let leg = 1;
     const stepOnce = () => {
-      if (leg >= path.length) { fly.remove(); ui.busy = false; resolve(); return; }
-      const [ax, ay] = pt(path[leg - 1]), [bx, by] = pt(path[leg]);
+      if (leg >= path.length) { piece.remove(); resolve(); return; }
+      const [ax, ay] = P(path[leg - 1]), [bx, by] = P(path[leg]);
       const t0 = performance.now();
       const frame = (now) => {
         const f = Math.min(1, (now - t0) / STEP_MS);
-        fly.setAttribute("cx", ax + (bx - ax) * f);
-        fly.setAttribute("cy", ay + (by - ay) * f);
+        piece.setAttribute("cx", ax + (bx - ax) * f);
+        piece.setAttribute("cy", ay + (by - ay) * f);
         if (f < 1) requestAnimationFrame(frame); else { leg += 1; stepOnce(); }
       };
       requestAnimationFrame(frame);
     };
     stepOnce();
   });
+}
+
+// A move on the play board, the page busy meanwhile.
+async function animate(path, boardBefore) {
+  if (!path || path.length < 2) return;
+  ui.busy = true;
+  await fly($("board"), pt, path, boardBefore[path[0]], "data-cell");
+  ui.busy = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,19 +289,21 @@ function setStatus() {
   const g = ui.game, s = $("status");
   if (!g) return;
   let state, text;
-  if (g.over) { state = "over"; text = `Game over: ${g.result_text}.`; }
+  if (ui.lost) { state = "lost"; text = "This game was lost when the server restarted."; }
+  else if (g.over) { state = "over"; text = `Game over: ${g.result_text}.`; }
   else if (ui.thinking) { state = "thinking"; text = "The engine is thinking…"; }
   else if (g.to_move === g.human) { state = "your-turn"; text = `Your move (${"xo"[g.human]}), ply ${g.ply}.`; }
   else { state = "engine-turn"; text = "The engine's move."; }
   if (ui.busy && state !== "over") state = "busy";
   s.dataset.state = state;
   s.textContent = text;
-  $("undo").disabled = ui.thinking || g.moves.length === 0;
-  $("resign").disabled = ui.thinking || g.over;
-  $("swap").disabled = ui.thinking;
-  $("restart").disabled = ui.thinking;
-  $("pass").hidden = !(g.must_pass && g.to_move === g.human && !g.over);
-  $("analyze").disabled = ui.thinking || g.over;
+  const gone = ui.lost || !ui.socket;
+  $("undo").disabled = gone || ui.thinking || g.moves.length === 0;
+  $("resign").disabled = gone || ui.thinking || g.over;
+  $("swap").disabled = gone || ui.thinking;
+  $("restart").disabled = gone || ui.thinking;
+  $("pass").hidden = !(g.must_pass && g.to_move === g.human && !g.over && !gone);
+  $("analyze").disabled = gone || ui.thinking || g.over;
   $("stop").disabled = !ui.thinking;
 }
 
@@ -222,7 +317,7 @@ function afterChange() {
   list.scrollTop = list.scrollHeight;
   draw();
   setStatus();
-  if (!g.over && g.to_move !== g.human && !ui.thinking) engineMove();
+  if (!g.over && !ui.lost && g.to_move !== g.human && !ui.thinking && ui.socket) engineMove();
 }
 
 function engineMove() {
@@ -307,6 +402,7 @@ async function newGame() {
     ui.game = data.game;
     ui.thought = null;
     ui.thinking = false;
+    ui.lost = false;
     showThought(null);
     $("status").title = data.opponent;
     await openSocket();
@@ -401,16 +497,139 @@ function showRun(run) {
     { text: g.decision, cls: g.decision === "promote" ? "promote" : "reject" }, g.reason]));
   fillTable("promotions", run.promotions.slice().reverse().map((p) => [p.version, p.promoted_at, fmt(p.score, 3), p.games]));
   fillTable("ratings", run.ratings.map((r) => [r.name, fmt(r.elo, 0), fmt(r.stderr, 0), r.games]));
+  showGames(run);
 }
 
 function watchRun(index) {
-  if (runSocket) runSocket.close();
-  const proto = location.protocol === "https:" ? "wss" : "ws";
-  runSocket = new WebSocket(`${proto}://${location.host}/ws/runs/${index}`);
-  runSocket.onmessage = (ev) => {
+  if (runSocket) { runSocket.onclose = null; runSocket.close(); }
+  const ws = new WebSocket(socketUrl(`/ws/runs/${index}`));
+  runSocket = ws;
+  ws.onopen = () => linkUp("run");
+  ws.onmessage = (ev) => {
     const msg = JSON.parse(ev.data);
     if (msg.type === "run") showRun(msg.run); else say(msg.error);
   };
+  ws.onclose = () => { if (runSocket === ws) linkDown("run", () => watchRun(index)); };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replaying a run's games
+// ---------------------------------------------------------------------------------------------
+
+const replay = { run: null, game: null, boards: [], ply: 0, busy: false };
+
+function resultText(result) {
+  return result === null || result === undefined ? "–" : result === 0 ? "draw" : result > 0 ? "x wins" : "o wins";
+}
+
+function showGames(run) {
+  const tbody = $("run-games").querySelector("tbody");
+  tbody.innerHTML = "";
+  for (const g of run.games) {
+    const tr = document.createElement("tr");
+    tr.dataset.game = g.id;
+    if (replay.game && replay.run === run.index && replay.game.id === g.id) tr.className = "chosen";
+    const players = Array.isArray(g.players) ? `${g.players[0]} (x) – ${g.players[1]} (o)` : "?";
+    for (const text of [g.id, g.kind, fmt(g.minutes, 1), players, resultText(g.result), g.plies]) {
+      const td = document.createElement("td");
+      td.textContent = text === null || text === undefined ? "–" : text;
+      tr.appendChild(td);
+    }
+    tr.addEventListener("click", () => openReplay(run.index, g.id));
+    tbody.appendChild(tr);
+  }
+  $("no-games").hidden = run.games.length > 0;
+}
+
+async function openReplay(runIndex, id) {
+  try {
+    const data = await api("GET", `/api/runs/${runIndex}/games/${id}`);
+    const boards = [data.start_board];
+    for (const [s, e] of data.moves) {
+      const b = boards[boards.length - 1].slice();
+      if (s >= 0) { b[e] = b[s]; b[s] = -1; }
+      boards.push(b);
+    }
+    Object.assign(replay, { run: runIndex, game: data, boards, ply: 0, busy: false });
+    document.querySelectorAll("#run-games tbody tr").forEach((tr) => tr.classList.toggle("chosen", Number(tr.dataset.game) === id));
+    $("replay").hidden = false;
+    drawReplay();
+  } catch (err) { say(err.message); }
+}
+
+function replayPoint(cell) { return replay.game.board.points[cell]; }
+
+function drawReplay() {
+  const d = replay.game, svg = $("replay-board");
+  drawHoles(svg, d.board, replayPoint, "data-replay-hole");
+  const layer = el("g", {}, svg);
+  if (replay.ply > 0) drawLastPath(layer, d.paths[replay.ply - 1], replayPoint);
+  replay.boards[replay.ply].forEach((owner, i) => {
+    if (owner < 0) return;
+    const [x, y] = replayPoint(i);
+    el("circle", { cx: x, cy: y, r: 0.3, class: `piece p${owner}`, "data-replay-cell": i, "data-owner": owner }, layer);
+  });
+  const n = d.moves.length, info = $("replay-info");
+  const players = Array.isArray(d.players) ? `${d.players[0]} (x) against ${d.players[1]} (o)` : "";
+  const last = replay.ply > 0 ? `, last move ${d.paths[replay.ply - 1].join("-") || "pass"}` : "";
+  info.dataset.ply = replay.ply;
+  info.textContent = `Game ${d.id} (${d.kind}): ${players}. Ply ${replay.ply} of ${n}${last}` + (replay.ply === n ? `; ${resultText(d.result)}.` : ".");
+  $("replay-first").disabled = $("replay-back").disabled = replay.ply === 0;
+  $("replay-next").disabled = $("replay-last").disabled = replay.ply === n;
+}
+
+// One ply forward is flown along its path; any other step jumps.
+async function stepReplay(to) {
+  if (replay.busy || !replay.game) return;
+  to = Math.max(0, Math.min(replay.game.moves.length, to));
+  if (to === replay.ply + 1) {
+    replay.busy = true;
+    const path = replay.game.paths[replay.ply];
+    if (path.length) await fly($("replay-board"), replayPoint, path, replay.boards[replay.ply][path[0]], "data-replay-cell");
+    replay.busy = false;
+  }
+  replay.ply = to;
+  drawReplay();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables: match results
+// ---------------------------------------------------------------------------------------------
+
+async function showTables(preset) {
+  const data = await api("GET", "/api/tables" + (preset ? `?preset=${encodeURIComponent(preset)}` : ""));
+  const sel = $("tables-preset");
+  sel.innerHTML = "";
+  for (const p of data.presets) { const o = document.createElement("option"); o.value = o.textContent = p; sel.appendChild(o); }
+  const t = data.table;
+  $("tables-notes").textContent = data.notes.join("; ");
+  const grid = $("cross-table");
+  grid.innerHTML = "";
+  if (!t || !t.players.length) {
+    $("tables-info").textContent = data.files.length ? "No match results in the files yet." : "No results files: start the server with hopzero serve --results FILE (written by hopzero match --out FILE).";
+    return;
+  }
+  sel.value = t.preset;
+  $("tables-info").textContent = `${t.matches} matches on ${t.preset} from ${data.files.join(", ")}. Ratings are Elo relative to ${t.anchor} = 0` + (t.anchor === "greedy" ? "." : ` (greedy did not play: the anchor is the first player by name).`);
+  const head = grid.createTHead().insertRow();
+  for (const text of ["#", "player", "Elo", "±", "games", ...t.players.map((_, j) => String(j + 1))]) {
+    const th = document.createElement("th"); th.textContent = text; head.appendChild(th);
+  }
+  const body = grid.createTBody();
+  t.players.forEach((p, i) => {
+    const tr = body.insertRow();
+    for (const text of [i + 1, p.name, fmt(p.elo, 0), fmt(p.stderr, 0), p.games]) tr.insertCell().textContent = text === null ? "–" : text;
+    t.cells[i].forEach((c, j) => {
+      const td = tr.insertCell();
+      td.className = "score";
+      if (i === j) { td.textContent = "×"; td.className = "self"; return; }
+      if (!c) { td.textContent = ""; return; }
+      td.textContent = `${(100 * c.score).toFixed(0)}%`;
+      td.title = `${p.name} against ${t.players[j].name}: ${c.wins} won, ${c.draws} drawn, ${c.losses} lost`;
+      td.dataset.score = c.score;
+      td.appendChild(Object.assign(document.createElement("small"), { textContent: ` ${c.wins}-${c.draws}-${c.losses}` }));
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -455,12 +674,19 @@ async function init() {
     document.querySelectorAll(".tab").forEach((x) => x.classList.toggle("active", x === b));
     document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("active", p.id === b.dataset.tab));
   }));
+  $("replay-first").addEventListener("click", () => stepReplay(0));
+  $("replay-back").addEventListener("click", () => stepReplay(replay.ply - 1));
+  $("replay-next").addEventListener("click", () => stepReplay(replay.ply + 1));
+  $("replay-last").addEventListener("click", () => stepReplay(Infinity));
+  $("tables-preset").addEventListener("change", () => showTables($("tables-preset").value).catch((err) => say(err.message)));
+  $("tab-tables").addEventListener("click", () => showTables($("tables-preset").value || null).catch((err) => say(err.message)));
   const runSel = $("run-select");
   $("no-runs").hidden = info.runs.length > 0;
   for (const r of info.runs) { const o = document.createElement("option"); o.value = r.index; o.textContent = `${r.index}: ${r.name}`; runSel.appendChild(o); }
   runSel.addEventListener("change", () => watchRun(runSel.value));
   if (info.runs.length) watchRun(0);
   if (params.get("tab") === "runs") $("tab-runs").click();
+  if (params.get("tab") === "tables") $("tab-tables").click();
   if (params.get("play") !== null) await newGame();
 }
 
