@@ -23,7 +23,7 @@ from typing import Any
 from .arena import MatchResult
 from .elo import EloLadder
 
-__all__ = ["FORMAT", "ResultsError", "append_result", "read_results", "result_line", "results_table"]
+__all__ = ["FORMAT", "ResultsError", "append_result", "pairing_line", "read_results", "result_line", "results_table"]
 
 FORMAT = "hopzero.match-result"
 SCHEMA = 1
@@ -38,10 +38,19 @@ class ResultsError(ValueError):
 
 def result_line(match: MatchResult, software: dict[str, str]) -> dict[str, Any]:
     """The line of ``match`` (see the module docstring)."""
+    return pairing_line(match.preset, match.a, match.b, (match.a_wins, match.draws, match.b_wins),
+                        seed=match.seed, random_opening=match.random_opening, software=software)
+
+
+def pairing_line(preset: str, a: str, b: str, record: tuple[int, int, int], *, seed: int, random_opening: int,
+                 software: dict[str, str]) -> dict[str, Any]:
+    """The line of ``a``'s ``record`` (wins, draws, losses) against ``b`` (a match, or one pairing
+    of a tournament)."""
+    wins, draws, losses = record
     return {
-        "format": FORMAT, "schema": SCHEMA, "preset": match.preset, "a": match.a, "b": match.b,
-        "games": match.games, "a_wins": match.a_wins, "draws": match.draws, "b_wins": match.b_wins,
-        "seed": match.seed, "random_opening": match.random_opening,
+        "format": FORMAT, "schema": SCHEMA, "preset": preset, "a": a, "b": b,
+        "games": wins + draws + losses, "a_wins": wins, "draws": draws, "b_wins": losses,
+        "seed": seed, "random_opening": random_opening,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "software": software,
     }
 

@@ -35,6 +35,7 @@ from learner.records import versions_now
 
 from .arena import play_match
 from .elo import EloLadder
+from .results import pairing_line
 
 __all__ = ["FORMAT", "PairResult", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
 
@@ -274,15 +275,20 @@ class Tournament:
         return sorted(out, key=lambda s: -s.elo)
 
 
-def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """``ladder.json``, ``ladder.md`` and ``ladder.png`` (ratings with their intervals) in
-    ``out_dir``; returns the files."""
+def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, random_opening: int) -> list[Path]:
+    """``ladder.json``, ``ladder.md``, ``ladder.png`` (ratings with their intervals) and
+    ``results.jsonl`` (one match-result line per pairing, ``evaluator.results``: what
+    ``hopzero serve --results`` tabulates) in ``out_dir``; returns the files."""
     from learner.run_files import atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "ladder.json", json.dumps(result.to_dict(), indent=1) + "\n")
     atomic_write_text(out / "ladder.md", result.markdown())
+    software = versions_now()
+    lines = [pairing_line(result.preset, p.a, p.b, (p.wins, p.draws, p.losses), seed=result.seed,
+                          random_opening=random_opening, software=software) for p in result.pairs if p.games]
+    atomic_write_text(out / "results.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -300,4 +306,4 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str]) -> 
     fig.tight_layout()
     fig.savefig(out / "ladder.png")
     plt.close(fig)
-    return [out / "ladder.json", out / "ladder.md", out / "ladder.png"]
+    return [out / "ladder.json", out / "ladder.md", out / "ladder.png", out / "results.jsonl"]

@@ -656,7 +656,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             sys.stderr.write(f"game {played}/{total} ({a} vs {b}), {rate:.1f} games/s\n")
 
     result = tournament.run(on_game=progress)
-    files = write_outputs(result, out)
+    files = write_outputs(result, out, random_opening=args.random_opening)
     _emit(args, {**result.to_dict(), "files": [str(f) for f in files]},
           result.text() + "\n" + "wrote " + ", ".join(str(f) for f in files))
     return 0

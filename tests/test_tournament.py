@@ -97,7 +97,10 @@ def test_the_command_writes_the_ladder_and_resumes(tmp_path):
             "--games", "4", "--seed", "3", "--out", str(out), "--parallel", "2")
     data = run_json(*args)
     assert data["complete"] and [s["player"] for s in data["standings"]][-1] == "random"
-    assert {p.name for p in out.iterdir()} == {"games.jsonl", "ladder.json", "ladder.md", "ladder.png"}
+    assert {p.name for p in out.iterdir()} == {"games.jsonl", "ladder.json", "ladder.md", "ladder.png", "results.jsonl"}
+    from evaluator.results import read_results
+
+    assert len(read_results(out / "results.jsonl")) == 3  # what hopzero serve --results tabulates
     assert (out / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| `random` | `greedy` |" in (out / "ladder.md").read_text()
     again = run(*args)
