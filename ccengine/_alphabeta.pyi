@@ -7,6 +7,8 @@ from ._core import RulesTables, State
 MATE: int
 MAX_DEPTH: int
 EVALUATIONS: tuple[str, ...]
+FEATURES: tuple[str, ...]
+LINEAR_SCALE: int
 
 def game_hashes(state: State) -> list[int]:
     """Zobrist hashes of the positions before ``state`` in its game, oldest first."""
@@ -14,7 +16,11 @@ def game_hashes(state: State) -> list[int]:
 class AlphaBetaSearch:
     tt_bits: int
     evaluation: str
-    def __init__(self, tables: RulesTables, tt_bits: int = 18, evaluation: str = "distance") -> None: ...
+    def __init__(
+        self, tables: RulesTables, tt_bits: int = 18, evaluation: str = "distance", weights: list[float] | None = None
+    ) -> None: ...
+    def features(self, state: State) -> list[list[float]]:
+        """The features of both players in ``state`` (the ``linear`` evaluation's inputs)."""
     def search(
         self, state: State, depth: int, history: Iterable[int] | None = None
     ) -> tuple[tuple[int, int], int, int]:

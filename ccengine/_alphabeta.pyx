@@ -29,6 +29,8 @@ is read. The table itself does not know the path (a value stored under one path 
 under another: the usual "graph history interaction" of a repetition rule, accepted).
 """
 
+import math
+
 cimport cython
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -37,6 +39,7 @@ from libc.string cimport memset
 from ccengine._core cimport (
     MAX_CELLS,
     MAX_MOVES,
+    NO_CELL,
     RESULT_NONE,
     CState,
     RulesTables,
@@ -48,7 +51,7 @@ from ccengine._core cimport (
     star_repetition_draw,
 )
 
-__all__ = ["EVALUATIONS", "MATE", "MAX_DEPTH", "AlphaBetaSearch", "game_hashes"]
+__all__ = ["EVALUATIONS", "FEATURES", "LINEAR_SCALE", "MATE", "MAX_DEPTH", "AlphaBetaSearch", "game_hashes"]
 
 cdef enum:
     _MAX_DEPTH = 12
@@ -62,6 +65,9 @@ cdef enum:
     # evaluations
     EVAL_DISTANCE = 0
     EVAL_ADVANCE = 1
+    EVAL_LINEAR = 2
+    N_FEATURES = 7
+    _LINEAR_SCALE = 1000
     # evaluation weights (EVAL_DISTANCE), documented in docs/ARCHITECTURE.md
     W_ADVANCE = 16
     W_GOAL = 8
@@ -70,8 +76,15 @@ cdef enum:
 MATE = _MATE
 #: Deepest search accepted.
 MAX_DEPTH = _MAX_DEPTH
-#: Evaluation names accepted by :class:`AlphaBetaSearch`.
-EVALUATIONS = ("distance", "advance")
+#: Evaluation names accepted by :class:`AlphaBetaSearch` (``linear``: weights over :data:`FEATURES`).
+EVALUATIONS = ("distance", "advance", "linear")
+#: The board features of one player that the ``linear`` evaluation weighs (its ``features``):
+#: total advance (rows), pieces in the goal, pieces still at home, the rearmost piece's steps to
+#: the goal, the sum of squared steps to the goal, hops that would advance a piece (one jump; a
+#: chain's first hop), and pieces with no move forward (blocked: no advancing step or hop).
+FEATURES = ("advance", "in_goal", "at_home", "rear_steps", "sum_sq_steps", "forward_hops", "blocked")
+#: Units of the ``linear`` evaluation per unit of ``weights . features`` (integer scores).
+LINEAR_SCALE = _LINEAR_SCALE
 
 cdef struct TTEntry:
     uint64_t key
@@ -89,6 +102,7 @@ cdef struct Ctx:
     uint64_t tt_mask
     uint16_t generation
     int evaluation
+    double weights[N_FEATURES]   # EVAL_LINEAR: the weight of (mine - theirs) of each feature
     int goal_dist[2][MAX_CELLS]  # steps from each cell to the player's nearest goal cell
     int root_ply
     uint64_t nodes
@@ -137,6 +151,85 @@ cdef int _side_value(const Ctx* c, const CState* s, int p) noexcept nogil:
     return W_ADVANCE * total + W_GOAL * in_goal - lag
 
 
+cdef inline bint _has(const CState* s, int cell) noexcept nogil:
+    """Whether ``cell`` holds a piece of either player."""
+    return ((s.bb[0][cell >> 6] | s.bb[1][cell >> 6]) >> (cell & 63)) & 1
+
+
+cdef int _hop_landing(const Tables* t, const CState* s, int cell, int d) noexcept nogil:
+    """Where a single hop from ``cell`` along ``d`` lands (over the adjacent piece, onto the empty
+    cell beyond: the rhombus's adjacent hop, the star's by table), or -1."""
+    cdef int over, land, w
+    if t.star:
+        over = t.hop_over[cell][d]
+        if over == NO_CELL or not _has(s, over):
+            return -1
+        for w in range(2):
+            if t.hop_land[cell][d][w]:
+                land = 64 * w + _ctz(t.hop_land[cell][d][w])
+                return -1 if _has(s, land) else land
+        return -1
+    over = t.ray[cell][d][0]
+    land = t.ray[cell][d][1]
+    if over < 0 or land < 0 or not _has(s, over) or _has(s, land):
+        return -1
+    return land
+
+
+cdef void _side_features(const Ctx* c, const CState* s, int p, double* f) noexcept nogil:
+    """The :data:`FEATURES` of player ``p`` in ``s``, into ``f[0 .. N_FEATURES)``."""
+    cdef const Tables* t = c.t
+    cdef int word, cell, d, step, land, steps, forward, k, x
+    cdef uint64_t w, free_nbrs
+    for k in range(N_FEATURES):
+        f[k] = 0.0
+    for word in range(2):
+        w = s.bb[p][word]
+        f[1] += _popcount(w & t.goal[p][word])
+        f[2] += _popcount(w & t.goal[1 - p][word])  # home: where the other player is going
+        while w:
+            cell = 64 * word + _ctz(w)
+            w &= w - 1
+            f[0] += t.advance[p][cell]
+            steps = c.goal_dist[p][cell]
+            if steps > f[3]:
+                f[3] = steps
+            f[4] += steps * steps
+            forward = 0
+            for x in range(2):
+                free_nbrs = t.nbr[cell][x] & ~(s.bb[0][x] | s.bb[1][x])
+                while free_nbrs:
+                    step = 64 * x + _ctz(free_nbrs)
+                    free_nbrs &= free_nbrs - 1
+                    if t.advance[p][step] > t.advance[p][cell]:
+                        forward = 1
+            for d in range(6):
+                land = _hop_landing(t, s, cell, d)
+                if land >= 0 and t.advance[p][land] > t.advance[p][cell]:
+                    f[5] += 1
+                    forward = 1
+            if not forward:
+                f[6] += 1
+
+
+cdef int _linear(const Ctx* c, const CState* s) noexcept nogil:
+    """``LINEAR_SCALE * weights . (features(mover) - features(other))``, bounded far below MATE."""
+    cdef double mine[N_FEATURES]
+    cdef double theirs[N_FEATURES]
+    cdef double v = 0.0
+    cdef int k
+    _side_features(c, s, s.to_move, mine)
+    _side_features(c, s, 1 - s.to_move, theirs)
+    for k in range(N_FEATURES):
+        v += c.weights[k] * (mine[k] - theirs[k])
+    v *= _LINEAR_SCALE
+    if v > _MATE / 4:
+        return _MATE / 4
+    if v < -_MATE / 4:
+        return -_MATE / 4
+    return <int>v
+
+
 cdef inline int _evaluate(const Ctx* c, const CState* s) noexcept nogil:
     """The side to move's term minus the other's.
 
@@ -147,7 +240,11 @@ cdef inline int _evaluate(const Ctx* c, const CState* s) noexcept nogil:
     brings the last ones along instead of parking them at home (where on star2 they would also
     block the other side's goal to no end), and ``steps`` also counts sideways, which rows do
     not, so a last piece beside the goal walks to its door.
+
+    ``linear``: learned weights over :data:`FEATURES` (``_linear``).
     """
+    if c.evaluation == EVAL_LINEAR:
+        return _linear(c, s)
     return _side_value(c, s, s.to_move) - _side_value(c, s, 1 - s.to_move)
 
 
@@ -338,8 +435,8 @@ cdef class AlphaBetaSearch:
         self.ctx.seen_keys = NULL
         self.ctx.seen_counts = NULL
 
-    def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance"):
-        cdef int p
+    def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance", weights=None):
+        cdef int p, k
         if not 10 <= tt_bits <= 26:
             raise ValueError(f"tt_bits={tt_bits} must be in 10..26")
         if evaluation not in EVALUATIONS:
@@ -348,7 +445,16 @@ cdef class AlphaBetaSearch:
         self.tt_bits = tt_bits
         self.evaluation = evaluation
         self.ctx.t = &tables.t
-        self.ctx.evaluation = EVAL_ADVANCE if evaluation == "advance" else EVAL_DISTANCE
+        self.ctx.evaluation = {"advance": EVAL_ADVANCE, "linear": EVAL_LINEAR}.get(evaluation, EVAL_DISTANCE)
+        if (evaluation == "linear") != (weights is not None):
+            raise ValueError("weights go with the linear evaluation, and it needs them")
+        for k in range(N_FEATURES):
+            self.ctx.weights[k] = 0.0
+        if weights is not None:
+            if len(weights) != N_FEATURES or not all(math.isfinite(float(x)) for x in weights):
+                raise ValueError(f"weights: give {N_FEATURES} finite numbers, one per feature {FEATURES}")
+            for k in range(N_FEATURES):
+                self.ctx.weights[k] = float(weights[k])
         self.ctx.tt = <TTEntry*>calloc(<size_t>1 << tt_bits, sizeof(TTEntry))
         if self.ctx.tt == NULL:
             raise MemoryError("no memory for the transposition table")
@@ -390,6 +496,18 @@ cdef class AlphaBetaSearch:
             self.ctx.seen_keys[slot] = h
             self.ctx.seen_counts[slot] += 1
         return 0
+
+    def features(self, State state not None):
+        """The :data:`FEATURES` of both players in ``state``: ``[[player 0's], [player 1's]]``."""
+        cdef double f[N_FEATURES]
+        cdef int p
+        if state.tables is not self.tables:
+            raise ValueError("the state belongs to other rules than this search")
+        out = []
+        for p in range(2):
+            _side_features(&self.ctx, &state.s, p, f)
+            out.append([f[k] for k in range(N_FEATURES)])
+        return out
 
     def search(self, State state not None, int depth, history=None):
         """Search ``state`` to ``depth`` plies (1..MAX_DEPTH) by iterative deepening.

@@ -6,26 +6,37 @@ order), and a distance evaluation (docs/ARCHITECTURE.md "alphabeta"). It plays e
 star with its draw by repetition (docs/RULES.md "Repetition in the search"). Deterministic: the
 same position and game history give the same move, whatever came before.
 
-Options of the SPEC: ``depth`` (1..12, default 3), ``eval`` (``distance``, the default, or
-``advance``: the bare difference of the players' total advance), ``tt`` (the transposition
-table's size as a power of two, 10..26, default 18).
+Options of the SPEC: ``depth`` (1..12, default 3), ``eval`` (``distance``, the default;
+``advance``: the bare difference of the players' total advance; ``linear``: learned weights over
+board features, read from ``weights=PATH``), ``tt`` (the transposition table's size as a power
+of two, 10..26, default 18).
+
+A weights file (``linear``) is JSON, never pickle: ``{"format": "hopzero.linear-eval/1",
+"preset", "features": [the names of FEATURES, in order], "weights": [one number each],
+"trained": {how}, "versions": {...}}``; :func:`read_weights` checks every field.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from .notation import parse_int
 from .players import SeedLike, register_player
 from .rules import PASS, Rules
 
-__all__ = ["DEFAULT_DEPTH", "AlphaBetaPlayer", "SearchOutcome"]
+__all__ = ["DEFAULT_DEPTH", "WEIGHTS_FORMAT", "AlphaBetaPlayer", "SearchOutcome", "read_weights", "weights_document"]
 
 Move = tuple[int, int]
 #: Depth of ``alphabeta`` without ``depth=``.
 DEFAULT_DEPTH = 3
+#: Format tag of a ``linear`` evaluation's weights file.
+WEIGHTS_FORMAT = "hopzero.linear-eval/1"
+#: The largest weights file read.
+MAX_WEIGHTS_BYTES = 1 << 20
 #: Evaluation units squashed to a value in (-1, 1) by ``tanh(score / VALUE_SCALE)`` for ``analyze``
 #: (16 units are one row of advance under the ``distance`` evaluation).
 VALUE_SCALE = 400.0
@@ -55,8 +66,16 @@ class AlphaBetaPlayer:
     judges_positions = True
 
     def __init__(
-        self, rules: Rules, seed: SeedLike = None, *, depth: int = DEFAULT_DEPTH, eval: str = "distance", tt: int = 18
+        self,
+        rules: Rules,
+        seed: SeedLike = None,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        eval: str = "distance",
+        weights: str | list[float] | None = None,
+        tt: int = 18,
     ) -> None:
+        """``weights``: the ``linear`` evaluation's, a file (:func:`read_weights`) or the numbers."""
         from ._alphabeta import EVALUATIONS, MAX_DEPTH, AlphaBetaSearch
         from ._core import State, tables_for
 
@@ -64,18 +83,27 @@ class AlphaBetaPlayer:
             raise ValueError(f"depth={depth} must be in 1..{MAX_DEPTH}")
         if eval not in EVALUATIONS:
             raise ValueError(f"eval={eval!r} is unknown; valid: {', '.join(EVALUATIONS)}")
+        if (eval == "linear") != (weights is not None):
+            raise ValueError("weights=PATH goes with eval=linear, and eval=linear needs it")
+        if isinstance(weights, str):
+            weights = read_weights(weights, rules)
         self.rules = rules
         self.name = "alphabeta"
         self.depth = depth
         self._tables = tables_for(rules)
         self._state_class = State
-        self._search = AlphaBetaSearch(self._tables, tt_bits=tt, evaluation=eval)
+        self._search = AlphaBetaSearch(self._tables, tt_bits=tt, evaluation=eval, weights=weights)
         #: Nodes searched over the player's life (for throughput figures).
         self.nodes = 0
         self.searches = 0
 
     def reset(self, seed: SeedLike = None) -> None:
         """A new game: nothing to forget (each search starts afresh; the seed is not used)."""
+
+    def features(self, state: Any) -> list[list[float]]:
+        """Both players' board features in ``state`` (``FEATURES``; the ``linear`` evaluation's
+        inputs): ``[player 0's, player 1's]``."""
+        return self._search.features(self._compiled(state)[0])
 
     def think(self, state: Any, depth: int | None = None) -> SearchOutcome:
         """Search ``state`` (either engine's, not finished) to ``depth`` (the player's by default)."""
@@ -151,12 +179,47 @@ def _evaluation(text: str) -> str:
     return text
 
 
-_evaluation.__name__ = "an evaluation (distance, advance)"
+_evaluation.__name__ = "an evaluation (distance, advance, linear)"
+
+
+def weights_document(rules: Rules, weights: list[float], trained: dict[str, Any], versions: dict[str, str]) -> dict:
+    """The JSON of a weights file (see the module docstring)."""
+    from ._alphabeta import FEATURES
+
+    return {"format": WEIGHTS_FORMAT, "preset": rules.name, "features": list(FEATURES),
+            "weights": [float(w) for w in weights], "trained": trained, "versions": versions}
+
+
+def read_weights(path: str | Path, rules: Rules) -> list[float]:
+    """The weights of a ``linear`` evaluation file for ``rules``; ``ValueError`` naming the file
+    and the problem otherwise (never pickle: JSON, every field checked)."""
+    from ._alphabeta import FEATURES
+
+    where = Path(path)
+    try:
+        if where.stat().st_size > MAX_WEIGHTS_BYTES:
+            raise ValueError(f"{where}: larger than {MAX_WEIGHTS_BYTES} bytes: not a weights file")
+        doc = json.loads(where.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot read the weights file ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError(f"{where}: not a weights file (not JSON)") from None
+    if not isinstance(doc, dict) or doc.get("format") != WEIGHTS_FORMAT:
+        raise ValueError(f"{where}: not a weights file (format tag is not {WEIGHTS_FORMAT!r})")
+    if doc.get("preset") != rules.name:
+        raise ValueError(f"{where}: weights for {doc.get('preset')!r}, not {rules.name!r}")
+    if doc.get("features") != list(FEATURES):
+        raise ValueError(f"{where}: weights for features {doc.get('features')}, this engine has {list(FEATURES)}")
+    weights = doc.get("weights")
+    if (not isinstance(weights, list) or len(weights) != len(FEATURES)
+            or not all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in weights)):
+        raise ValueError(f"{where}: weights must be {len(FEATURES)} finite numbers")
+    return [float(w) for w in weights]
 
 
 register_player(
     "alphabeta",
     AlphaBetaPlayer,
-    options={"depth": _depth, "eval": _evaluation, "tt": _tt_bits},
+    options={"depth": _depth, "eval": _evaluation, "weights": str, "tt": _tt_bits},
     description="alpha-beta search (PVS, iterative deepening, transposition table), distance evaluation",
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 from evaluator.gating import GateConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["write_plots"]
+__all__ = ["write_plots", "write_td_curve"]
 
 
 def write_plots(rundir: RunDir) -> list[Path]:
@@ -85,3 +85,21 @@ def _run_start(rundir: RunDir, fallback: float) -> float:
     except (OSError, KeyError, ValueError):
         return fallback
     return min(t, fallback)
+
+
+def write_td_curve(path: Path, curve: list[float], preset: str, opponent: str) -> None:
+    """The learning curve of ``hopzero td-train``: the score over the last 100 episodes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    ax.plot(range(1, len(curve) + 1), [100 * c for c in curve])
+    ax.set_xlabel("episode")
+    ax.set_ylabel(f"score against {opponent}, last 100 episodes (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{preset}: TD(lambda) linear evaluation, one-ply play while learning")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
