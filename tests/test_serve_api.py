@@ -245,19 +245,22 @@ def test_searches_beyond_the_limit_are_refused_not_queued(client):
     assert client.get(f"/api/games/{second['id']}").json()["game"]["ply"] == 0
 
 
-def test_the_server_answers_while_the_engine_thinks(client):
-    # the search runs on a worker thread: requests are served meanwhile, not after it
-    data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
-    with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
-        ws.send_text(json.dumps({"type": "reply"}))
-        assert ws.receive_json()["type"] == "thinking"
-        assert client.get("/api/info").status_code == 200
-        assert client.get(f"/api/games/{data['id']}").json()["game"]["ply"] == 0
-        assert "thinking" in client.post(f"/api/games/{data['id']}/undo").json()["error"]  # still searching
-        ws.send_text(json.dumps({"type": "stop"}))
-        while (msg := ws.receive_json())["type"] == "thinking":
-            pass
-        assert msg["type"] == "moved"
+def test_the_server_answers_while_the_engine_thinks():
+    # the search runs on a worker thread: requests are served meanwhile, not after it. The search
+    # is far too long to end by itself, so that it is still running whatever the machine's speed.
+    app = create_app([], Limits(max_simulations=1_000_000, max_depth=3, max_searches=1, max_games=3), [])
+    with TestClient(app) as client:
+        data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=1_000_000)
+        with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
+            ws.send_text(json.dumps({"type": "reply"}))
+            assert ws.receive_json()["type"] == "thinking"
+            assert client.get("/api/info").status_code == 200
+            assert client.get(f"/api/games/{data['id']}").json()["game"]["ply"] == 0
+            assert "thinking" in client.post(f"/api/games/{data['id']}/undo").json()["error"]  # still searching
+            ws.send_text(json.dumps({"type": "stop"}))
+            while (msg := ws.receive_json())["type"] == "thinking":
+                pass
+            assert msg["type"] == "moved"
 
 
 def test_a_search_is_cancelled_when_its_client_leaves(client):
