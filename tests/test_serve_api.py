@@ -222,35 +222,43 @@ def test_a_stop_ends_a_search_early_and_the_engine_plays_its_best_so_far(client)
         assert msg["game"]["ply"] == 1
 
 
-def test_searches_beyond_the_limit_are_refused_not_queued(client):
-    first = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
-    second = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
-    with client.websocket_connect(f"/ws/games/{first['id']}") as ws1, \
-            client.websocket_connect(f"/ws/games/{second['id']}") as ws2:
-        ws1.send_text(json.dumps({"type": "reply"}))
-        assert ws1.receive_json()["type"] == "thinking"  # the one search allowed is running
-        ws2.send_text(json.dumps({"type": "reply"}))
-        msg = ws2.receive_json()
-        assert msg["type"] == "error" and "server is busy" in msg["error"] and "at most 1" in msg["error"]
-        ws1.send_text(json.dumps({"type": "reply"}))
-        while (msg := ws1.receive_json())["type"] == "thinking":
-            pass
-        assert "a search is running" in msg["error"]
-        r = client.post(f"/api/games/{first['id']}/undo")
-        assert "thinking" in r.json()["error"]
-        ws1.send_text(json.dumps({"type": "stop"}))
-        while (msg := ws1.receive_json())["type"] == "thinking":
-            pass
-        assert msg["type"] == "moved"
-    assert client.get(f"/api/games/{second['id']}").json()["game"]["ply"] == 0
+#: Searches far too long to end by themselves: still running whatever the machine's speed.
+ENDLESS = 1_000_000
+
+
+def _endless_client() -> TestClient:
+    """A server allowing one search at a time of up to :data:`ENDLESS` simulations."""
+    return TestClient(create_app([], Limits(max_simulations=ENDLESS, max_depth=3, max_searches=1, max_games=3), []))
+
+
+def test_searches_beyond_the_limit_are_refused_not_queued():
+    with _endless_client() as client:
+        first = _new(client, "cc49", side="o", kind="mcts-rollout", sims=ENDLESS)
+        second = _new(client, "cc49", side="o", kind="mcts-rollout", sims=ENDLESS)
+        with client.websocket_connect(f"/ws/games/{first['id']}") as ws1, \
+                client.websocket_connect(f"/ws/games/{second['id']}") as ws2:
+            ws1.send_text(json.dumps({"type": "reply"}))
+            assert ws1.receive_json()["type"] == "thinking"  # the one search allowed is running
+            ws2.send_text(json.dumps({"type": "reply"}))
+            msg = ws2.receive_json()
+            assert msg["type"] == "error" and "server is busy" in msg["error"] and "at most 1" in msg["error"]
+            ws1.send_text(json.dumps({"type": "reply"}))
+            while (msg := ws1.receive_json())["type"] == "thinking":
+                pass
+            assert "a search is running" in msg["error"]
+            r = client.post(f"/api/games/{first['id']}/undo")
+            assert "thinking" in r.json()["error"]
+            ws1.send_text(json.dumps({"type": "stop"}))
+            while (msg := ws1.receive_json())["type"] == "thinking":
+                pass
+            assert msg["type"] == "moved"
+        assert client.get(f"/api/games/{second['id']}").json()["game"]["ply"] == 0
 
 
 def test_the_server_answers_while_the_engine_thinks():
-    # the search runs on a worker thread: requests are served meanwhile, not after it. The search
-    # is far too long to end by itself, so that it is still running whatever the machine's speed.
-    app = create_app([], Limits(max_simulations=1_000_000, max_depth=3, max_searches=1, max_games=3), [])
-    with TestClient(app) as client:
-        data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=1_000_000)
+    # the search runs on a worker thread: requests are served meanwhile, not after it
+    with _endless_client() as client:
+        data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=ENDLESS)
         with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
             ws.send_text(json.dumps({"type": "reply"}))
             assert ws.receive_json()["type"] == "thinking"
