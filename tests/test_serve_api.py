@@ -271,18 +271,19 @@ def test_the_server_answers_while_the_engine_thinks():
             assert msg["type"] == "moved"
 
 
-def test_a_search_is_cancelled_when_its_client_leaves(client):
-    data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=500)
-    server = client.app.state.server
-    with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
-        ws.send_text(json.dumps({"type": "reply"}))
-        ws.receive_json()  # thinking: the search is under way
-    deadline = time.monotonic() + 20
-    while server.searching and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.searching == 0
-    game = client.get(f"/api/games/{data['id']}").json()["game"]
-    assert game["ply"] == 0  # the search that lost its client played nothing
+def test_a_search_is_cancelled_when_its_client_leaves():
+    with _endless_client() as client:
+        data = _new(client, "cc49", side="o", kind="mcts-rollout", sims=ENDLESS)
+        server = client.app.state.server
+        with client.websocket_connect(f"/ws/games/{data['id']}") as ws:
+            ws.send_text(json.dumps({"type": "reply"}))
+            ws.receive_json()  # thinking: the search is under way
+        deadline = time.monotonic() + 20
+        while server.searching and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.searching == 0  # stopped long before its million playouts
+        game = client.get(f"/api/games/{data['id']}").json()["game"]
+        assert game["ply"] == 0  # the search that lost its client played nothing
 
 
 # ---------------------------------------------------------------------------------------------
