@@ -34,10 +34,10 @@ from ccengine.rules import Rules
 from learner.records import versions_now
 
 from .arena import play_match
-from .elo import EloLadder
+from .elo import EloLadder, MatchRecord
 from .results import pairing_line
 
-__all__ = ["FORMAT", "PairResult", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
+__all__ = ["FORMAT", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
 
 FORMAT = "hopzero.tournament/1"
 #: The z of a two-sided 95% interval.
@@ -46,21 +46,6 @@ Z95 = 1.959964
 
 class TournamentError(ValueError):
     """A tournament that cannot run as asked (bad players, a results file of another tournament)."""
-
-
-@dataclass(frozen=True)
-class PairResult:
-    """``a`` against ``b`` (``a`` before ``b`` in the player list), counted from ``a``'s side."""
-
-    a: str
-    b: str
-    wins: int
-    draws: int
-    losses: int
-
-    @property
-    def games(self) -> int:
-        return self.wins + self.draws + self.losses
 
 
 @dataclass(frozen=True)
@@ -86,7 +71,8 @@ class TournamentResult:
     games_per_pair: int
     seed: int
     anchor: str
-    pairs: tuple[PairResult, ...]
+    pairs: tuple[MatchRecord, ...]
+    """Each pair's games from the side of its player listed first."""
     standings: tuple[Standing, ...]
     """Best first."""
 
@@ -242,11 +228,11 @@ class Tournament:
         pairs = []
         for a, b in self.pairs():
             results = list(done.get((a, b), {}).values())
-            pairs.append(PairResult(a, b, results.count(1), results.count(0), results.count(-1)))
+            pairs.append(MatchRecord(a, b, results.count(1), results.count(0), results.count(-1)))
         return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
                                 tuple(pairs), tuple(self._standings(pairs)))
 
-    def _standings(self, pairs: list[PairResult]) -> list[Standing]:
+    def _standings(self, pairs: list[MatchRecord]) -> list[Standing]:
         def fit(anchor: str) -> dict[str, Any]:
             ladder = EloLadder(anchor=anchor)
             for p in pairs:

@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArgKit", "BenchError", "Report", "add_backend_argument", "batch_sizes_arg", "device_arg", "machine"]
+__all__ = [
+    "ArgKit", "BenchError", "Report", "add_backend_argument", "batch_sizes_arg", "device_arg", "int_list_arg",
+    "machine",
+]
 
 
 class BenchError(Exception):
@@ -96,12 +99,20 @@ def add_backend_argument(p: argparse.ArgumentParser) -> None:
                         "call), onnx (default auto)")
 
 
-def batch_sizes_arg(text: str) -> list[int]:
-    """An argparse type for ``--batch``: comma-separated positive integers."""
-    try:
-        sizes = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if any(b < 1 for b in sizes):
-        raise argparse.ArgumentTypeError(f"{text!r}: every batch size must be at least 1")
-    return sizes
+def int_list_arg(minimum: int, what: str) -> Callable[[str], list[int]]:
+    """An argparse type: comma-separated integers, each at least ``minimum`` (``what`` names one)."""
+
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(x) for x in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+        if any(v < minimum for v in values):
+            raise argparse.ArgumentTypeError(f"{text!r}: every {what} must be at least {minimum}")
+        return values
+
+    return parse
+
+
+#: ``--batch``: comma-separated positive integers.
+batch_sizes_arg = int_list_arg(1, "batch size")

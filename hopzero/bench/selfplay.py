@@ -26,7 +26,7 @@ from ccengine.engines import new_state
 from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, SearchConfig
-from hopzero.bench.common import ArgKit, BenchError, Report
+from hopzero.bench.common import ArgKit, BenchError, Report, int_list_arg
 
 __all__ = ["NAME", "SUMMARY", "SelfPlayBench", "add_arguments", "bench_selfplay", "run"]
 
@@ -193,17 +193,6 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def _sizes(text: str) -> list[int]:
-    """An argparse type: comma-separated cache sizes (positions, 0 = no cache)."""
-    try:
-        sizes = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if any(x < 0 for x in sizes):
-        raise argparse.ArgumentTypeError(f"{text!r}: a cache size is at least 0")
-    return sizes
-
-
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     """``--games``, ``--sims``, ``--seconds``, ``--rounds``, ``--encoding``, ``--backend``, ``--cache``."""
     p.add_argument("--games", type=kit.int_at_least(1), default=128, metavar="G", help="concurrent games (default 128)")
@@ -218,7 +207,7 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     )
     p.add_argument("--backend", type=_names, default=["auto"], metavar="B[,B...]",
                    help="inference backend of each setup: auto (onnx on CPU), eager, compile, onnx (default auto)")
-    p.add_argument("--cache", type=_sizes, default=[0], metavar="N[,N...]",
+    p.add_argument("--cache", type=int_list_arg(0, "cache size"), default=[0], metavar="N[,N...]",
                    help="evaluation-cache positions of each setup, 0 = none (default 0, as self-play); "
                         "one value applies to every setup")
 
