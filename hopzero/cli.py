@@ -24,6 +24,7 @@ the bounds are the constants below) or ``parse_positive_float``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -689,7 +690,7 @@ def _cmd_td_train(args: argparse.Namespace) -> int:
     from hopzero.plots import write_td_curve
     from learner.records import versions_now
     from learner.run_files import atomic_write_text
-    from learner.td_learning import TDConfig, config_dict, train_td
+    from learner.td_learning import TDConfig, train_td
 
     try:
         config = TDConfig(episodes=args.episodes, alpha=args.alpha, lam=args.lam, epsilon=args.epsilon,
@@ -706,7 +707,7 @@ def _cmd_td_train(args: argparse.Namespace) -> int:
             sys.stderr.write(f"episode {episode + 1}/{args.episodes}\n")
 
     result = train_td(args.preset, config, seed=args.seed, on_episode=progress)
-    trained = {"method": "TD(lambda) on the positions after the learner's moves", **config_dict(config),
+    trained = {"method": "TD(lambda) on the positions after the learner's moves", **dataclasses.asdict(config),
                "seed": args.seed, "seconds": round(time.perf_counter() - start, 2)}
     doc = weights_document(args.preset, result.weights, trained, versions_now())
     atomic_write_text(out / "weights.json", json.dumps(doc, indent=1) + "\n")

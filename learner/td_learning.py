@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from ccengine.fields import check_fields, checked
 from ccengine.players import make_player
 from ccengine.rules import Rules
 
-__all__ = ["TDConfig", "TDResult", "config_dict", "feature_scales", "train_td"]
+__all__ = ["TDConfig", "TDResult", "feature_scales", "train_td"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,7 +153,3 @@ def _best_move(state: Any, moves: list, me: int, w: np.ndarray, x_of: Callable[[
     best = np.flatnonzero(values_arr >= values_arr.max() - 1e-12)
     return moves[int(best[rng.integers(len(best))])]
 
-
-def config_dict(config: TDConfig) -> dict[str, Any]:
-    """The config as plain data (recorded in the weights file)."""
-    return asdict(config)
