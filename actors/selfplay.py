@@ -204,9 +204,8 @@ class SelfPlayWorker:
     # -- network ---------------------------------------------------------------------------------
 
     def _build_network(self, net_config: Any, device: str, threads: int | None, backend: str) -> Any:
-        from learner.inference import Inference
         from learner.model import PolicyValueNet
-        from learner.network_evaluator import NetworkEvaluator
+        from learner.network_evaluator import NetworkEvaluator, network_inference
 
         if net_config.in_planes != self.encoding.in_planes or net_config.policy_size != self.encoding.policy_size:
             raise ValueError(
@@ -214,7 +213,8 @@ class SelfPlayWorker:
                 f"encoding {self.encoding.name!r} with history {self.history} "
                 f"(in_planes {self.encoding.in_planes}, policy {self.encoding.policy_size})"
             )
-        inference = Inference(PolicyValueNet(net_config), backend=backend, device=device, threads=threads)
+        inference = network_inference(self.rules, self.encoding, PolicyValueNet(net_config), backend=backend,
+                                      device=device, threads=threads)
         return NetworkEvaluator(self.rules, self.encoding, inference)
 
     def set_weights(self, version: int, arrays: Mapping[str, np.ndarray]) -> None:

@@ -16,11 +16,25 @@ import numpy as np
 from ccengine.encoding import Encoding, encoding_for
 from ccengine.rules import Rules
 
-from .inference import Inference
+from .backends import resolve_backend
+from .inference import Inference, resolve_device
 from .model import NetConfig, PolicyValueNet, load_net
 from .model_files import model_meta, read_model_file
+from .onnx_backend import calibration_planes
 
-__all__ = ["NetworkEvaluator", "load_network_evaluator"]
+__all__ = ["NetworkEvaluator", "load_network_evaluator", "network_inference"]
+
+
+def network_inference(
+    rules: Rules, encoding: Encoding, model: PolicyValueNet, *, backend: str = "auto", device: str = "cpu",
+    threads: int | None = 1,
+) -> Inference:
+    """An :class:`Inference` of ``model`` for positions of ``rules`` encoded by ``encoding``; the
+    ``onnx-int8`` backend is calibrated on positions of that game."""
+    calibration = None
+    if resolve_backend(backend, resolve_device(device).type) == "onnx-int8":
+        calibration = calibration_planes(rules, encoding)
+    return Inference(model, backend=backend, device=device, threads=threads, calibration=calibration)
 
 
 class NetworkEvaluator:
@@ -109,8 +123,8 @@ def load_network_evaluator(
                 f"does not fit {rules.name} with encoding {enc_name!r} "
                 f"(input {enc.input_shape}, policy {enc.policy_size})"
             )
-    inference = Inference(model, backend=backend, device=device, threads=threads)
-    evaluator = NetworkEvaluator(rules, enc, inference)
+    evaluator = NetworkEvaluator(rules, enc, network_inference(rules, enc, model, backend=backend, device=device,
+                                                               threads=threads))
     if source is not None and isinstance(meta.get("c_puct"), (int, float)) and meta["c_puct"] >= 0:
         evaluator.c_puct = float(meta["c_puct"])
     return evaluator

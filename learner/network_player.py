@@ -105,9 +105,8 @@ def network_player_from_weights(
     """
     from ccengine.encoding import encoding_for
 
-    from .inference import Inference
     from .model import PolicyValueNet
-    from .network_evaluator import NetworkEvaluator
+    from .network_evaluator import NetworkEvaluator, network_inference
     from .training import load_weights_into
 
     enc = encoding_for(rules, encoding, history=history)
@@ -125,7 +124,8 @@ def network_player_from_weights(
             f"the network takes {model.config.in_planes} input planes; encoding {enc.name!r} "
             f"with history {enc.history} gives {enc.in_planes}"
         )
-    evaluator = NetworkEvaluator(rules, enc, Inference(model, backend=backend, device=device, threads=threads))  # checks the policy
+    inference = network_inference(rules, enc, model, backend=backend, device=device, threads=threads)
+    evaluator = NetworkEvaluator(rules, enc, inference)  # checks the policy
     return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 
