@@ -119,8 +119,9 @@ class SelfPlayWorker:
     ``resign_threshold``: 0 = never resign (paper); else resign below ``-resign_threshold``.
     ``resign_playout_fraction``: share of games that never resign (false-resignation check).
     ``device``/``threads``: where the network runs (an actor: one CPU thread). ``backend``: how
-    (``learner.backends.BACKENDS``; ``auto``: ONNX Runtime on CPU). ``eval_cache``: positions the
-    evaluation cache in front of the network keeps (``ccengine.eval_cache``; 0: no cache).
+    (``learner.backends.BACKENDS``; ``auto``: ONNX Runtime in 8 bits on CPU). ``eval_cache``:
+    positions the evaluation cache in front of the network keeps (``ccengine.eval_cache``; 0: no
+    cache).
     ``uniform_until_weights``: play with uniform priors and zero values until the first
     :meth:`set_weights` (tests); otherwise :meth:`step` refuses to run without weights.
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are

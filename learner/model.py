@@ -201,7 +201,7 @@ class NetworkConfig:
     """States of history in the input (paper: 3)."""
     backend: str = checked("auto", choices=BACKENDS)
     """How self-play and evaluation run the network (``learner.backends``): ``auto`` is ONNX
-    Runtime on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
+    Runtime in 8 bits on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
 
     def __post_init__(self) -> None:
         check_fields(self)
