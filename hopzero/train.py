@@ -654,7 +654,9 @@ def _progress_line(snap: dict[str, Any]) -> str:
     sp, le, ev = snap["selfplay"], snap["learner"], snap["evaluator"]
     minutes, seconds = divmod(int(snap["time"]), 60)
     losses = le.get("losses", {})
-    loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f})" if losses else "loss -"
+    loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f}" if losses else "loss -"
+    if losses:
+        loss += f" o {losses['opponent_ce']:.3f})" if "opponent_ce" in losses else ")"
     greedy = ev.get("vs_greedy")
     gate = ev.get("last_gate")
     parts = [
