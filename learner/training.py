@@ -392,7 +392,8 @@ class Trainer:
 
     def step(self, batch: Any) -> dict[str, float]:
         """One optimiser step on ``batch``. Returns floats: ``total``, ``value_mse``,
-        ``policy_ce``, ``l2``, ``opponent_ce`` (with the opponent head only), ``grad_norm`` (before clipping), ``lr`` (used by this step),
+        ``policy_ce``, ``l2``, ``opponent_ce`` (with the opponent head only), ``grad_norm``
+        (before clipping), ``lr`` (used by this step),
         ``skipped`` (1.0 when a non-finite gradient made the step a no-op) and ``scale`` (the AMP
         loss scale; 1.0 without a scaler)."""
         cfg = self.config
