@@ -10,6 +10,7 @@ import hashlib
 import numpy as np
 import pytest
 import torch
+from replay_helpers import random_game_record
 
 from ccengine import encoding_for, make_player, new_state, preset
 from ccengine.fields import FieldError
@@ -22,7 +23,6 @@ from learner.network_player import network_player  # noqa: F401  (registers the 
 from learner.replay import MemoryReader, MemoryReplay, WindowMirror
 from learner.torch_files import DIGEST_KEY, content_digest, write_atomic
 from learner.training import LearnerConfig, Trainer, loss_terms
-from replay_helpers import random_game_record
 
 CC49 = preset("cc49")
 ENC = encoding_for(CC49, "general")
