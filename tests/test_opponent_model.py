@@ -346,3 +346,26 @@ def test_the_network_player_plays_legal_moves_with_opponent_model_and_refuses_a_
         make_player(f"mcts:model={tmp_path / 'head.pt'},opponent=perfect", CC49, 1)
     greedy = make_player(f"mcts:model={tmp_path / 'plain.pt'},sims=24,opponent=greedy", CC49, 1)
     assert greedy.config.greedy_opponent and not greedy.config.model_opponent
+
+
+def test_self_play_can_search_against_the_model_and_the_run_config_checks_it():
+    from actors.selfplay import SelfPlayWorker
+    from hopzero.config import ConfigError, load_config
+
+    enc = encoding_for(SMALL, "general", history=2)
+    net = NetConfig.for_rules(SMALL, enc.in_planes, "tiny", opponent_head=True)
+    worker = SelfPlayWorker(SMALL, games=3, search=SearchConfig(num_simulations=8, random_opening_plies=0,
+                                                                model_opponent=True),
+                            net_config=net, encoding="general", history=2, run_id="r", config_hash="c", actor="a",
+                            seed=1, backend="onnx")
+    worker.set_weights(1, {k: v.numpy() for k, v in PolicyValueNet(net).state_dict().items()})
+    for _ in range(3):
+        worker.step()
+    assert worker.stats()["evaluator_rows"] > 0
+    config = load_config("demo", overrides=["network.opponent_head=true", "search.model_opponent=true"])
+    assert config.search.model_opponent
+    with pytest.raises(ConfigError, match="search.model_opponent: .*opponent head"):
+        load_config("demo", overrides=["search.model_opponent=true"])
+    with pytest.raises(ConfigError, match="search.model_opponent: .*eval_cache"):
+        load_config("demo", overrides=["network.opponent_head=true", "search.model_opponent=true",
+                                       "selfplay.eval_cache=100"])
