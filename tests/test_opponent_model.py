@@ -160,6 +160,25 @@ def test_the_window_keeps_the_next_ply_target_in_the_movers_frame(encoding):
     np.testing.assert_array_equal(plain.planes, batch.planes)
 
 
+def test_the_opponent_targets_slide_with_the_window():
+    recs = records(8)
+    expected = expected_opponent_targets(recs, ENC)
+    window = 60
+    store = MemoryReplay("run-a")
+    for r in recs:
+        store.add(r)
+    # One entry per position assumed: the ring grows and wraps while the window slides.
+    mirror = WindowMirror(MemoryReader(store), ENC, window_positions=window, opponent_target=True,
+                          entries_per_position=1)
+    while mirror.poll(max_records=1):
+        pass
+    assert len(expected) > 2 * window and mirror.size == window
+    batch = mirror.sample(1500, np.random.default_rng(3), augment=False)
+    assert batch.index.min() >= len(expected) - window
+    for b in range(0, 1500, 5):
+        np.testing.assert_allclose(batch.opponent_policy[b], expected[batch.index[b]], atol=1e-6)
+
+
 def test_the_general_frame_turns_the_next_positions_own_target_around():
     """With ``general``, position t + 1 is seen rotated relative to position t: t's opponent
     target is t + 1's own policy target with every destination rotated."""
