@@ -388,3 +388,26 @@ def test_self_play_can_search_against_the_model_and_the_run_config_checks_it():
     with pytest.raises(ConfigError, match="search.model_opponent: .*eval_cache"):
         load_config("demo", overrides=["network.opponent_head=true", "search.model_opponent=true",
                                        "selfplay.eval_cache=100"])
+
+
+def test_an_exported_onnx_model_carries_the_opponent_output(tmp_path):
+    import onnxruntime as ort
+
+    from learner.onnx_backend import OPPONENT_OUTPUT, OUTPUT_NAMES, export_onnx
+
+    torch.manual_seed(4)
+    model = PolicyValueNet(tiny(True))
+    save_net(model, tmp_path / "head.pt", input={"encoding": "general", "history": 3, "preset": "cc49"})
+    meta = export_onnx(tmp_path / "head.pt", tmp_path / "head.onnx")
+    assert "opponent's reply" in meta[OPPONENT_OUTPUT]
+    session = ort.InferenceSession(str(tmp_path / "head.onnx"), providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == [*OUTPUT_NAMES, OPPONENT_OUTPUT]
+    planes = np.random.default_rng(0).integers(0, 2, (3, ENC.in_planes, 7, 7)).astype(np.float32)
+    got = session.run(None, {"planes": planes})
+    with torch.no_grad():
+        want = model.eval()(torch.from_numpy(planes))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.reshape(b.shape), b.numpy(), atol=1e-4)
+    save_net(PolicyValueNet(tiny(False)), tmp_path / "plain.pt", input={"encoding": "general", "history": 3,
+                                                                        "preset": "cc49"})
+    assert OPPONENT_OUTPUT not in export_onnx(tmp_path / "plain.pt", tmp_path / "plain.onnx")
