@@ -85,6 +85,21 @@ class TimedEvaluator:
         self.rows += len(to_move)
         return out
 
+    def evaluate_opponent(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The inner evaluator's ``evaluate_opponent`` (``search.model_opponent``), timed."""
+        method = getattr(self.inner, "evaluate_opponent", None)
+        if method is None:
+            raise ValueError(f"search.model_opponent needs an evaluator with an opponent model; "
+                             f"{type(self.inner).__name__} has none")
+        t0 = time.perf_counter()
+        out = method(pieces, to_move, legal, counts)
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+        self.rows += len(to_move)
+        return out
+
 
 @dataclass
 class _Game:

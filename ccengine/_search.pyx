@@ -25,7 +25,7 @@ flipped on the way up for every edge whose mover differs from that player.
 """
 
 cimport cython
-from libc.math cimport cos, exp, isfinite, log, pow, sqrt, tanh
+from libc.math cimport INFINITY, cos, exp, isfinite, log, pow, sqrt, tanh
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -134,6 +134,11 @@ cdef struct Tree:
     uint64_t* seen
     int32_t n_seen
     int32_t cap_seen
+    # model_opponent: row x (opp_width floats, node x's slot) holds the opponent-model logits the
+    # evaluator gave for node x, over the reply of the player not to move there, by policy index.
+    # Parallel to `nodes` (same capacity, same compaction); NULL without model_opponent.
+    float* opp
+    int32_t opp_width
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +288,7 @@ cdef inline float _exact_value(const CState* s) noexcept nogil:
 # ---------------------------------------------------------------------------------------------
 
 
-cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history) noexcept nogil:
+cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history, int opp_width) noexcept nogil:
     memset(tr, 0, sizeof(Tree))
     tr.nodes = <Node*>malloc(cap_nodes * sizeof(Node))
     tr.edges = <Edge*>malloc(cap_edges * sizeof(Edge))
@@ -291,6 +296,11 @@ cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history) noexce
     tr.seen = <uint64_t*>malloc(64 * sizeof(uint64_t))
     if tr.nodes == NULL or tr.edges == NULL or tr.history == NULL or tr.seen == NULL:
         return -1
+    tr.opp_width = opp_width
+    if opp_width > 0:
+        tr.opp = <float*>malloc(<size_t>cap_nodes * opp_width * sizeof(float))
+        if tr.opp == NULL:
+            return -1
     tr.cap_seen = 64
     tr.cap_nodes = cap_nodes
     tr.cap_edges = cap_edges
@@ -303,6 +313,8 @@ cdef void _tree_free(Tree* tr) noexcept nogil:
     free(tr.edges)
     free(tr.history)
     free(tr.seen)
+    free(tr.opp)
+    tr.opp = NULL
     tr.nodes = NULL
     tr.edges = NULL
     tr.history = NULL
@@ -313,6 +325,7 @@ cdef int _reserve_nodes(Tree* tr, int extra) noexcept nogil:
     """Room for `extra` more nodes. Invalidates Node pointers; callers hold indices."""
     cdef int cap = tr.cap_nodes
     cdef Node* p
+    cdef float* o
     if tr.n_nodes + extra <= cap:
         return 0
     while cap < tr.n_nodes + extra:
@@ -321,6 +334,11 @@ cdef int _reserve_nodes(Tree* tr, int extra) noexcept nogil:
     if p == NULL:
         return -1
     tr.nodes = p
+    if tr.opp_width > 0:
+        o = <float*>realloc(tr.opp, <size_t>cap * tr.opp_width * sizeof(float))
+        if o == NULL:
+            return -1   # cap_nodes unchanged: the nodes' larger block is merely not used yet
+        tr.opp = o
     tr.cap_nodes = cap
     return 0
 
@@ -438,6 +456,11 @@ cdef class SearchForest:
       moves, the descent plays what RULES.md's greedy player would (largest forward distance,
       then the least advanced piece, then at random) instead of the opponent's best reply, so
       the search computes a best response to greedy rather than to a perfect opponent.
+    - ``model_opponent``: opponent modelling by a learned model (Knegt, Drugan and Wiering 2018):
+      at the nodes where the root mover's opponent moves, the descent plays the reply the
+      evaluator's opponent model rates most likely (its largest logit among the legal replies,
+      ties at random), given at the parent, the node where the root mover chose the move replied
+      to. :meth:`expand_and_backup` then takes each leaf's opponent logits as a third array.
 
     Repetition (rules with ``repetition``, the star): the rule is applied exactly. A node whose
     position occurs for the ``repetition``-th time, counting its path from the root and the
@@ -467,6 +490,7 @@ cdef class SearchForest:
     cdef int fpu_mode
     cdef readonly bint solver
     cdef readonly bint greedy_opponent
+    cdef readonly bint model_opponent
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
     cdef int32_t* queue            # compaction scratch (grown on demand)
@@ -504,6 +528,7 @@ cdef class SearchForest:
         int edge_capacity=8192,
         bint solver=False,
         bint greedy_opponent=False,
+        bint model_opponent=False,
     ):
         cdef int g
         if self.trees != NULL:
@@ -520,6 +545,10 @@ cdef class SearchForest:
             raise ValueError(f"fpu={fpu!r}; valid: 'parent', 'value'")
         if solver and greedy_opponent:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with greedy_opponent")
+        if solver and model_opponent:
+            raise ValueError("solver proves against a sound opponent; it cannot be combined with model_opponent")
+        if greedy_opponent and model_opponent:
+            raise ValueError("the opponent is modelled either by greedy or by a model, not both")
         if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
             raise ValueError("c_puct and virtual_loss must be >= 0, dirichlet_alpha > 0, dirichlet_weight in [0, 1]")
         self.tables = tables
@@ -540,6 +569,7 @@ cdef class SearchForest:
         self.dirichlet_weight = dirichlet_weight
         self.solver = solver
         self.greedy_opponent = greedy_opponent
+        self.model_opponent = model_opponent
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
         self.trees = <Tree*>malloc(num_games * sizeof(Tree))
@@ -552,7 +582,8 @@ cdef class SearchForest:
             raise MemoryError()
         memset(self.trees, 0, num_games * sizeof(Tree))
         for g in range(num_games):
-            if _tree_alloc(&self.trees[g], node_capacity, edge_capacity, history) != 0:
+            if _tree_alloc(&self.trees[g], node_capacity, edge_capacity, history,
+                           self.k * self.cells if model_opponent else 0) != 0:
                 raise MemoryError()
         self.num_pending = 0
 
@@ -686,6 +717,7 @@ cdef class SearchForest:
         """
         cdef Node* new_nodes
         cdef Edge* new_edges
+        cdef float* new_opp
         cdef int32_t nn = 0, ne = 0, qi, x, i, c
         cdef int32_t sub_nodes = 0, sub_edges = 0
         cdef Node* nd
@@ -719,13 +751,20 @@ cdef class SearchForest:
                     sub_nodes += 1
         new_nodes = <Node*>malloc(max(2 * sub_nodes, 64) * sizeof(Node))
         new_edges = <Edge*>malloc(max(2 * sub_edges, 2 * self.max_moves) * sizeof(Edge))
-        if new_nodes == NULL or new_edges == NULL:
+        new_opp = NULL
+        if tr.opp_width > 0:
+            new_opp = <float*>malloc(<size_t>max(2 * sub_nodes, 64) * tr.opp_width * sizeof(float))
+        if new_nodes == NULL or new_edges == NULL or (tr.opp_width > 0 and new_opp == NULL):
             free(new_nodes)
             free(new_edges)
+            free(new_opp)
             return -1
         # Breadth-first order is the queue order: queue[i] becomes node i.
         for qi in range(sub_nodes):
             new_nodes[qi] = tr.nodes[self.queue[qi]]
+            if new_opp != NULL:
+                memcpy(&new_opp[<size_t>qi * tr.opp_width], &tr.opp[<size_t>self.queue[qi] * tr.opp_width],
+                       tr.opp_width * sizeof(float))
         nn = 1
         for qi in range(sub_nodes):
             nd = &new_nodes[qi]
@@ -746,8 +785,10 @@ cdef class SearchForest:
         new_nodes[0].parent_edge = -1
         free(tr.nodes)
         free(tr.edges)
+        free(tr.opp)
         tr.nodes = new_nodes
         tr.edges = new_edges
+        tr.opp = new_opp
         tr.n_nodes = sub_nodes
         tr.cap_nodes = max(2 * sub_nodes, 64)
         tr.n_edges = ne
@@ -821,6 +862,8 @@ cdef class SearchForest:
         cdef Edge* ed
         if self.greedy_opponent and p != tr.nodes[0].state.to_move:
             return self._greedy_edge(tr, x)
+        if self.model_opponent and p != tr.nodes[0].state.to_move:
+            return self._model_edge(tr, x)
         if x == 0:
             n_par = tr.root_N
             w_par = tr.root_W
@@ -872,6 +915,26 @@ cdef class SearchForest:
             self.movebuf[2 * i] = tr.edges[nd.first_edge + i].s
             self.movebuf[2 * i + 1] = tr.edges[nd.first_edge + i].e
         return nd.first_edge + _greedy_pick(self.t, &nd.state, self.movebuf, nd.num_edges, &tr.rng)
+
+    cdef int _model_edge(self, Tree* tr, int x) noexcept nogil:
+        """The edge of node x (not the root) whose move the opponent model, asked at x's parent,
+        rates highest (random among ties); a lone pass is its only edge."""
+        cdef Node* nd = &tr.nodes[x]
+        cdef const float* row = &tr.opp[<size_t>nd.parent * tr.opp_width]
+        cdef int i, a, pick = 0, ties = 0
+        cdef float score, best = -INFINITY
+        for i in range(nd.num_edges):
+            a = tr.edges[nd.first_edge + i].action
+            score = row[a] if a >= 0 else -INFINITY
+            if score > best:
+                best = score
+                pick = i
+                ties = 1
+            elif score == best:
+                ties += 1
+                if _below(&tr.rng, ties) == 0:
+                    pick = i
+        return nd.first_edge + pick
 
     cdef inline int _proof_for(self, Tree* tr, int c, int player) noexcept nogil:
         """Node c's proof (+1 won, -1 lost, 0 unknown) from ``player``'s view."""
@@ -1118,7 +1181,8 @@ cdef class SearchForest:
             raise MemoryError("search tree arrays could not grow")
         return b
 
-    def expand_and_backup(self, float[:, ::1] priors not None, float[::1] values not None):
+    def expand_and_backup(self, float[:, ::1] priors not None, float[::1] values not None,
+                          float[:, ::1] opponent=None):
         """Expand the leaves of the last :meth:`select` and back their values up.
 
         - ``priors``: float32 ``[>= n, >= max count]``: row i, entries ``0 .. counts[i]-1``, the
@@ -1127,6 +1191,9 @@ cdef class SearchForest:
           uniform; a single legal move gets 1).
         - ``values``: float32 ``[>= n]``: leaf values in [-1, 1] from the view of the player to
           move at the leaf (clipped to [-1, 1]; NaN counts as 0).
+        - ``opponent`` (``model_opponent`` only, and then required): float32
+          ``[>= n, k * cells]``: row i, the opponent model's logits at leaf i over the reply of
+          the player not to move there, by absolute policy index (only their order matters).
 
         Removes the virtual loss of the batch. A root expanded here with noise pending gets its
         Dirichlet noise now.
@@ -1139,6 +1206,11 @@ cdef class SearchForest:
             return
         if priors.shape[0] < n or values.shape[0] < n:
             raise ValueError(f"priors and values need >= {n} rows")
+        if self.model_opponent:
+            if opponent is None:
+                raise ValueError("model_opponent: expand_and_backup needs the leaves' opponent logits")
+            if opponent.shape[0] < n or opponent.shape[1] != self.k * self.cells:
+                raise ValueError(f"opponent must be float32 [>= {n}, {self.k * self.cells}]")
         for i in range(n):
             if self.trees[self.pend_game[i]].nodes[self.pend_node[i]].num_edges > priors.shape[1]:
                 raise ValueError(f"priors has {priors.shape[1]} columns, leaf {i} has more legal moves")
@@ -1164,6 +1236,8 @@ cdef class SearchForest:
                         p = 1.0 / cnt
                     tr.edges[nd.first_edge + j].P = <float>p
                 nd.status = ST_EXPANDED
+                if self.model_opponent:
+                    memcpy(&tr.opp[<size_t>x * tr.opp_width], &opponent[i, 0], tr.opp_width * sizeof(float))
                 if x == 0 and tr.noise_pending:
                     self._mix_noise(tr)
                 v = values[i]

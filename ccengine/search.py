@@ -113,11 +113,19 @@ class SearchConfig:
     greedy_opponent: bool = checked(False)
     """Opponent modelling: in the tree the opponent plays as the greedy player does, so the
     search finds a best response to greedy, not to a perfect opponent (paper: no)."""
+    model_opponent: bool = checked(False)
+    """Opponent modelling by a learned model (Knegt et al. 2018; SPEC ``opponent=model``): in
+    the tree the opponent plays the reply the evaluator's opponent model rates most likely (a
+    network with the opponent head, ``network.opponent_head``). Paper: no."""
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.solver and self.greedy_opponent:
             raise FieldError("greedy_opponent", "cannot be combined with solver")
+        if self.solver and self.model_opponent:
+            raise FieldError("model_opponent", "cannot be combined with solver")
+        if self.greedy_opponent and self.model_opponent:
+            raise FieldError("model_opponent", "cannot be combined with greedy_opponent")
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with some fields changed; unknown names are an error."""
@@ -180,6 +188,11 @@ class Evaluator(Protocol):
     the search) and ``values`` float32 ``[B]`` in [-1, 1] from the leaf mover's view.
     An evaluator with a true class attribute ``needs_states`` is also passed
     ``states=`` uint8 ``[B, STATE_BYTES]``, the leaves' engine states (rollouts need them).
+
+    A search with ``model_opponent`` calls ``evaluate_opponent`` instead (same arguments), which
+    also returns ``opponent`` float32 ``[B, k * cells]``: at each leaf, logits of the reply of
+    the player *not* to move there, by absolute policy index (the opponent model;
+    ``learner.network_evaluator.NetworkEvaluator`` has it for a network with the opponent head).
     """
 
     def evaluate(
@@ -310,6 +323,7 @@ class BatchedSearch:
             edge_capacity=(c.num_simulations + 16) * 32,
             solver=c.solver,
             greedy_opponent=c.greedy_opponent,
+            model_opponent=c.model_opponent,
         )
         rows = num_games * c.leaves_per_game
         k, m = self.tables.k, self.tables.max_moves
@@ -357,6 +371,10 @@ class BatchedSearch:
         forest = self.forest
         wants_states = bool(getattr(evaluator, "needs_states", False))
         states = self._states if wants_states else None
+        model_opponent = self.config.model_opponent
+        if model_opponent and not callable(getattr(evaluator, "evaluate_opponent", None)):
+            raise ValueError(f"model_opponent needs an evaluator with an opponent model (evaluate_opponent); "
+                             f"{type(evaluator).__name__} has none")
         while True:
             n = forest.select(self._pieces, self._to_move, self._legal, self._counts, states, self._games)
             if n == 0:
@@ -367,12 +385,17 @@ class BatchedSearch:
             width = max(1, int(self._counts[:n].max()))
             legal = np.ascontiguousarray(self._legal[:n, :width])
             args = (self._pieces[:n], self._to_move[:n], legal, self._counts[:n])
-            if wants_states:
+            opponent = None
+            if model_opponent:
+                priors, values, opponent = evaluator.evaluate_opponent(*args)  # type: ignore[attr-defined]
+                opponent = np.ascontiguousarray(opponent, dtype=np.float32)
+            elif wants_states:
                 priors, values = evaluator.evaluate(*args, states=self._states[:n])  # type: ignore[call-arg]
             else:
                 priors, values = evaluator.evaluate(*args)
             forest.expand_and_backup(
-                np.ascontiguousarray(priors, dtype=np.float32), np.ascontiguousarray(values, dtype=np.float32)
+                np.ascontiguousarray(priors, dtype=np.float32), np.ascontiguousarray(values, dtype=np.float32),
+                opponent,
             )
             self.rounds += 1
             self.leaves += n

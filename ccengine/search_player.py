@@ -23,7 +23,7 @@ from .players import SeedLike, register_player
 from .rules import PASS, Rules
 from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
 
-__all__ = ["SearchPlayer", "flag", "game_piece_history", "positive"]
+__all__ = ["OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive"]
 
 Move = tuple[int, int]
 
@@ -81,10 +81,12 @@ class SearchPlayer:
         history: int = 1,
         solver: bool = False,
         greedy_opponent: bool = False,
+        model_opponent: bool = False,
         name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
-        (rollouts), rebuilt from the player's seed at every ``reset(seed)``."""
+        (rollouts), rebuilt from the player's seed at every ``reset(seed)``. ``model_opponent``
+        needs an evaluator with an opponent model (``SearchConfig.model_opponent``)."""
         if history < 1:
             raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
@@ -93,7 +95,8 @@ class SearchPlayer:
         self.simulations = simulations
         self.history = history
         self.config = SearchConfig(
-            num_simulations=simulations, c_puct=c_puct, solver=solver, greedy_opponent=greedy_opponent
+            num_simulations=simulations, c_puct=c_puct, solver=solver, greedy_opponent=greedy_opponent,
+            model_opponent=model_opponent,
         ).for_evaluation()
         self._search = BatchedSearch(rules, 1, self.config, history=history)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
@@ -221,8 +224,24 @@ def _rollout_player(
 
 def _greedy_opponent(opponent: str) -> bool:
     if opponent not in ("any", "greedy"):
-        raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it)")
+        raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it)"
+                         + (" (model: only a network player, mcts:model=...)" if opponent == "model" else ""))
     return opponent == "greedy"
+
+
+#: The ``opponent=`` choices of a network player: a sound opponent, greedy's rule, the network's
+#: opponent head.
+OPPONENTS = ("any", "greedy", "model")
+
+
+def opponent_option(text: str) -> str:
+    """The parser of a network player's ``opponent=`` SPEC option."""
+    if text not in OPPONENTS:
+        raise ValueError(f"unknown opponent model {text!r}")
+    return text
+
+
+opponent_option.__name__ = f"an opponent model ({', '.join(OPPONENTS)})"
 
 
 #: The largest number a SPEC option takes: far beyond any useful search, small enough that no

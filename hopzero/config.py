@@ -8,8 +8,8 @@ beside this module (``configs/NAME.yaml``) holding only what differs from the de
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
 its section declares (``ccengine.fields``); an error names the field's dotted path
-(``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash, travels inside every checkpoint
-and every game record.
+(``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash,
+travels inside every checkpoint and every game record.
 """
 
 from __future__ import annotations
@@ -103,6 +103,12 @@ class TrainConfig:
             self.network.net_config(rules)
         except ValueError as exc:
             raise FieldError("network", f"{exc} (on {self.preset})") from None
+        if self.search.model_opponent and not self.network.opponent_head:
+            raise FieldError("search.model_opponent", "needs a network with the opponent head "
+                                                      "(network.opponent_head: true)")
+        if self.search.model_opponent and self.selfplay.eval_cache:
+            raise FieldError("search.model_opponent", "cannot be combined with selfplay.eval_cache (the cache "
+                                                      "keeps no opponent logits)")
 
     def game_rules(self) -> Rules:
         """The rules of the game this run plays."""

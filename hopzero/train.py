@@ -188,8 +188,8 @@ def _train(
     import ray
 
     from hopzero.registry import ModelRegistry
-    from learner.replay import ReplayLink
     from learner.records import versions_now
+    from learner.replay import ReplayLink
 
     # Absolute: the components run in other processes with other working directories.
     rundir = RunDir(Path(run_dir).resolve())
@@ -636,7 +636,7 @@ class _ActorCounts:
                     carried[k] += last[k]
             for k in self.KEYS:
                 last[k] = s.get(k, 0)
-        return {k: sum(c[k] + l[k] for c, l in zip(self.carried, self.last)) for k in self.KEYS}
+        return {k: sum(c[k] + n[k] for c, n in zip(self.carried, self.last)) for k in self.KEYS}
 
 
 def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -654,7 +654,10 @@ def _progress_line(snap: dict[str, Any]) -> str:
     sp, le, ev = snap["selfplay"], snap["learner"], snap["evaluator"]
     minutes, seconds = divmod(int(snap["time"]), 60)
     losses = le.get("losses", {})
-    loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f})" if losses else "loss -"
+    loss = "loss -"
+    if losses:
+        loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f}"
+        loss += f" o {losses['opponent_ce']:.3f})" if "opponent_ce" in losses else ")"
     greedy = ev.get("vs_greedy")
     gate = ev.get("last_gate")
     parts = [

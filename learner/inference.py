@@ -31,7 +31,7 @@ from learner.backends import ONNX_BACKENDS, resolve_backend
 from learner.model import NetConfig, PolicyValueNet, load_net
 from learner.onnx_backend import OnnxRunner
 
-__all__ = ["Evaluation", "Inference", "masked_priors", "resolve_device"]
+__all__ = ["Evaluation", "Inference", "OpponentEvaluation", "masked_priors", "resolve_device"]
 
 
 class Evaluation(NamedTuple):
@@ -41,6 +41,18 @@ class Evaluation(NamedTuple):
     """``(B, M)`` float32: probabilities of ``legal[b, :counts[b]]``, zero on padding."""
     values: np.ndarray
     """``(B,)`` float32 in ``[-1, 1]``, from the perspective of the player to move."""
+
+
+class OpponentEvaluation(NamedTuple):
+    """What :meth:`Inference.evaluate_opponent` returns: :class:`Evaluation`'s two arrays and the
+    opponent head's logits."""
+
+    priors: np.ndarray
+    """``(B, M)`` float32, as :attr:`Evaluation.priors`."""
+    values: np.ndarray
+    """``(B,)`` float32, as :attr:`Evaluation.values`."""
+    opponent_logits: np.ndarray
+    """``(B, policy_size)`` float32: raw logits of the opponent's reply, in the network's frame."""
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -230,21 +242,58 @@ class Inference:
                 logits_np, values_np = self._onnx(planes)
                 logits, values = torch.from_numpy(logits_np), torch.from_numpy(values_np)
             else:
-                logits, values = self.net(torch.from_numpy(planes))
+                logits, values = self.net(torch.from_numpy(planes))[:2]
             priors = masked_priors(logits, torch.from_numpy(legal.astype(np.int64, copy=False)), torch.from_numpy(mask))
         return Evaluation(priors.numpy(), values.float().numpy())
 
-    def logits(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Unmasked ``(policy logits (B, policy_size), values (B,))`` as float32 numpy arrays."""
+    def evaluate_opponent(
+        self, planes: np.ndarray, legal: np.ndarray, counts: np.ndarray | None = None
+    ) -> OpponentEvaluation:
+        """:meth:`evaluate` plus the opponent head's logits ``(B, policy_size)`` float32 (network
+        frame, unmasked: the opponent's legal moves depend on the move not yet made). One network
+        run for all three. A network without the opponent head is a ``ValueError``."""
+        if not self.config.opponent_head:
+            raise ValueError("this network has no opponent head (train it with network.opponent_head=true)")
+        planes = np.ascontiguousarray(planes, dtype=np.float32)
+        legal = np.asarray(legal)
+        counts = None if counts is None else np.asarray(counts)
+        self._check(planes, legal, counts)
+        mask = self._mask_np(legal, counts)
+        self._check_indices(legal, mask)
+        if planes.shape[0] == 0:
+            return OpponentEvaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32),
+                                      np.zeros((0, self.config.policy_size), np.float32))
+        with torch.inference_mode():
+            if self._onnx is not None:
+                logits_np, values_np, opponent_np = self._onnx.opponent(planes)
+                logits, values = torch.from_numpy(logits_np), torch.from_numpy(values_np)
+                opponent = torch.from_numpy(opponent_np)
+            else:
+                logits, values, opponent = self.net(self._input(planes))
+            legal_t = torch.from_numpy(legal.astype(np.int64, copy=False)).to(logits.device)
+            priors = masked_priors(logits, legal_t, torch.from_numpy(mask).to(logits.device))
+            return OpponentEvaluation(priors.cpu().numpy(), values.float().cpu().numpy(),
+                                      opponent.float().cpu().numpy())
+
+    def _input(self, planes: np.ndarray) -> Tensor:
+        """``planes`` as the inference copy's input tensor (device, dtype, memory format)."""
+        x = torch.from_numpy(planes).to(self.device, dtype=self._dtype)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x
+
+    def logits(self, planes: np.ndarray, *, opponent: bool = False) -> tuple[np.ndarray, ...]:
+        """Unmasked ``(policy logits (B, policy_size), values (B,))`` as float32 numpy arrays;
+        with ``opponent``, the opponent head's logits ``(B, policy_size)`` as a third (a network
+        without the head is a ``ValueError``)."""
+        if opponent and not self.config.opponent_head:
+            raise ValueError("this network has no opponent head (train it with network.opponent_head=true)")
         planes = np.ascontiguousarray(planes, dtype=np.float32)
         if self._onnx is not None:
-            return self._onnx(planes)
+            return self._onnx.opponent(planes) if opponent else self._onnx(planes)
         with torch.inference_mode():
-            x = torch.from_numpy(planes).to(self.device, dtype=self._dtype)
-            if self.channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            logits, values = self.net(x)
-            return logits.float().cpu().numpy(), values.float().cpu().numpy()
+            out = self.net(self._input(planes))
+            return tuple(t.float().cpu().numpy() for t in out[: 3 if opponent else 2])
 
     __call__ = evaluate
 
@@ -281,7 +330,7 @@ class Inference:
             x = planes_h.to(self.device, non_blocking=True).to(self._dtype)
             if self.channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            logits, values = self.net(x)
+            logits, values = self.net(x)[:2]
             priors = masked_priors(
                 logits, legal_h.to(self.device, non_blocking=True), mask_h.to(self.device, non_blocking=True))
             priors_h = self._priors_h[: b * m].view(b, m)

@@ -9,6 +9,11 @@ The ``paper`` model is the network of Liu et al. (2019) as its released Keras co
     policy   1x1 conv/16, BN, ReLU, flatten, dense -> 294 logits (6 pieces x 49 cells)
     value    1x1 conv/1, BN, ReLU, flatten, dense 32 + ReLU, dense 1 + tanh
 
+Optional (``opponent_head``, not in the paper): an auxiliary head of the policy head's shape that
+predicts the opponent's reply, the search distribution of the next ply (Knegt, Drugan and
+Wiering 2018 model the opponent for their Tron search; KataGo trains the same target as an
+auxiliary loss). Off by default, so the paper's network and every older file are unchanged.
+
 All convolutions carry biases (the Keras default; the paper's text says they do not, the code
 does), weights are Xavier-uniform (Keras ``glorot_uniform``), biases zero. Trainable parameters:
 exactly 247,386, the number the paper quotes (Keras' own summary adds the 2,466 batch-norm running
@@ -23,6 +28,9 @@ Conventions (fixed for the whole project):
   1210 on the star). The heads flatten ``trunk_size ** 2`` features; nothing else depends on
   the board.
 - Value: ``(B,)`` in ``[-1, 1]`` from the perspective of the player to move.
+- Opponent logits (only with ``opponent_head``): ``(B, policy_size)``, indices as the policy's
+  (the opponent's piece IDs, destinations in the input's frame), over the reply of the player
+  *not* to move to the move the player to move makes.
 
 Weights travel as :func:`net_state` dicts (config as plain JSON types + ``state_dict`` tensors +
 a digest of both), written with ``torch.save`` and read back with ``torch.load(...,
@@ -105,6 +113,9 @@ class NetConfig:
     bn_momentum: float = 0.1
     """Batch-norm running-statistics momentum (PyTorch sense). Ours: 0.1; paper code: Keras 0.99,
     i.e. 0.01 in PyTorch's sense."""
+    opponent_head: bool = False
+    """An auxiliary head predicting the opponent's reply (the next ply's search distribution),
+    the policy head's shape. Paper: no. Files written before the option load without it."""
     name: str = "paper"
     """Size name this config came from (informational; kept in checkpoints)."""
 
@@ -202,6 +213,10 @@ class NetworkConfig:
     backend: str = checked("auto", choices=BACKENDS)
     """How self-play and evaluation run the network (``learner.backends``): ``auto`` is ONNX
     Runtime in 8 bits on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
+    opponent_head: bool = checked(False)
+    """Train an auxiliary head that predicts the opponent's reply (the next ply's search
+    distribution), weighted by ``learner.opponent_loss_weight``; the search can then play the
+    opponent's nodes by it (``opponent=model``). Paper: no; KataGo: yes (weight 0.15)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -211,7 +226,7 @@ class NetworkConfig:
         from ccengine.encoding import encoding_for
 
         planes = encoding_for(rules, self.encoding, history=self.history).in_planes
-        return NetConfig.for_rules(rules, planes, self.size)
+        return NetConfig.for_rules(rules, planes, self.size, opponent_head=self.opponent_head)
 
 
 # ---- modules ----------------------------------------------------------------------------------
@@ -251,8 +266,21 @@ class Bottleneck(nn.Module):
         return torch.relu(x + self.expand(y))
 
 
+def _init_modules(*roots: nn.Module) -> None:
+    """Xavier-uniform weights and zero biases, batch norms reset, in module order."""
+    for root in roots:
+        for m in root.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.BatchNorm2d):
+                m.reset_parameters()
+
+
 class PolicyValueNet(nn.Module):
-    """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``.
+    """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``,
+    and a third output ``opponent_logits (B, policy_size)`` when ``config.opponent_head``.
 
     Logits are raw (no softmax, no masking): masking and renormalising over legal moves is
     :class:`learner.inference.Inference`'s job, the loss takes logits.
@@ -271,18 +299,18 @@ class PolicyValueNet(nn.Module):
         self.value_fc1 = nn.Linear(cfg.value_filters * s2, cfg.value_hidden)
         self.value_fc2 = nn.Linear(cfg.value_hidden, 1)
         self.reset_parameters()
+        if cfg.opponent_head:
+            # Built and drawn after the rest: under one seed every other weight starts the same
+            # with or without the head.
+            self.opponent_conv = ConvBN(cfg.channels, cfg.policy_filters, 1, 0, cfg)
+            self.opponent_fc = nn.Linear(cfg.policy_filters * s2, cfg.policy_size)
+            _init_modules(self.opponent_conv, self.opponent_fc)
 
     def reset_parameters(self) -> None:
         """Xavier-uniform weights and zero biases everywhere (Keras' defaults, as the paper)."""
-        for m in self.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                nn.init.xavier_uniform_(m.weight)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.BatchNorm2d):
-                m.reset_parameters()
+        _init_modules(self)
 
-    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
         x = torch.relu(self.stem(x))
         x = self.blocks(x)
         p = torch.relu(self.policy_conv(x))
@@ -290,7 +318,10 @@ class PolicyValueNet(nn.Module):
         v = torch.relu(self.value_conv(x))
         v = torch.relu(self.value_fc1(torch.flatten(v, 1)))
         v = torch.tanh(self.value_fc2(v)).squeeze(-1)
-        return p, v
+        if not self.config.opponent_head:
+            return p, v
+        o = torch.relu(self.opponent_conv(x))
+        return p, v, self.opponent_fc(torch.flatten(o, 1))
 
     def num_parameters(self) -> int:
         """Trainable parameters (batch-norm running statistics are buffers and not counted)."""

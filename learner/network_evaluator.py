@@ -38,7 +38,8 @@ def network_inference(
 
 
 class NetworkEvaluator:
-    """``evaluate(pieces, to_move, legal, counts) -> (priors, values)`` through a network."""
+    """``evaluate(pieces, to_move, legal, counts) -> (priors, values)`` through a network;
+    ``evaluate_opponent`` adds the opponent head's logits (the search's ``model_opponent``)."""
 
     needs_states: ClassVar[bool] = False
 
@@ -75,6 +76,31 @@ class NetworkEvaluator:
         priors, values = self.inference.evaluate(planes, indices, counts)
         self.positions += b
         return priors, values
+
+    @property
+    def has_opponent_model(self) -> bool:
+        """Whether the network has the opponent head (``evaluate_opponent`` works)."""
+        return bool(self.inference.config.opponent_head)
+
+    def evaluate_opponent(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`evaluate` and the opponent head's logits float32 ``[B, k * cells]`` by
+        absolute policy index (the reply of the player not to move; one network run for all).
+        A network without the head is a ``ValueError``."""
+        b = len(to_move)
+        if self._planes.shape[0] < b:
+            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
+        planes = self.encoding.encode(pieces, to_move, out=self._planes[:b])
+        priors, values, opponent = self.inference.evaluate_opponent(planes, self.network_frame(legal, to_move), counts)
+        self.positions += b
+        if self.encoding.rotate:
+            # The head answers in the frame of the leaf's mover: destinations rotated for player 1.
+            cells = self.rules.cells
+            flip = np.asarray(to_move) == 1
+            blocks = opponent.reshape(b, -1, cells)
+            blocks[flip] = blocks[flip][:, :, ::-1]
+        return priors, values, opponent
 
     def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
         """Absolute policy indices mapped into the network's frame (rotated for player 1)."""

@@ -1,5 +1,9 @@
 """The network player, ``mcts:model=PATH,sims=S``: the batched search guided by a network.
 
+``opponent`` models the opponent in the tree: ``any`` (the default: a sound opponent, PUCT at
+every node), ``greedy`` (the opponent's nodes play greedy's move) or ``model`` (they play the
+reply the network's opponent head rates most likely; a network without the head is refused).
+
 ``model`` is a network file, a learner checkpoint, a run directory (its current best model) or
 ``shipped`` (the model packaged for the game's preset); without ``model``, a uniform prior and
 a zero value. ``c`` (the exploration constant) defaults to the one the model was trained with,
@@ -22,7 +26,7 @@ from ccengine.eval_cache import EvaluationCache
 from ccengine.players import SeedLike, register_player
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
-from ccengine.search_player import SearchPlayer, positive
+from ccengine.search_player import SearchPlayer, opponent_option, positive
 
 from .backends import backend_option
 from .model_files import resolve_model_source
@@ -42,18 +46,25 @@ def search_player_for(
     sims: int,
     c: float | None,
     name: str = "mcts",
+    opponent: str = "any",
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
-    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history.
+    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history;
+    ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree.
 
     The network sits behind an evaluation cache: each move's search starts a new tree, and the
     positions two plies on were mostly searched by the move before (and a match's parallel games
-    share their openings)."""
+    share their openings). Not with ``opponent=model``: the cache keeps no opponent logits."""
     if c is None:
         c = evaluator.c_puct if evaluator.c_puct is not None else SearchConfig().c_puct
+    opponent_option(opponent)
+    if opponent == "model" and not evaluator.has_opponent_model:
+        raise ValueError("opponent=model needs a network with an opponent head; this one has none "
+                         "(train it with network.opponent_head=true)")
+    model = opponent == "model"
     return SearchPlayer(
-        rules, seed, EvaluationCache(evaluator), simulations=sims, c_puct=c, history=evaluator.encoding.history,
-        name=name,
+        rules, seed, evaluator if model else EvaluationCache(evaluator), simulations=sims, c_puct=c,
+        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model, name=name,
     )
 
 
@@ -66,17 +77,22 @@ def network_player(
     c: float | None = None,
     device: str = "cpu",
     backend: str = "auto",
+    opponent: str = "any",
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the paper's 3.5. ``backend``: how the network runs
-    (``learner.backends``)."""
+    (``learner.backends``). ``opponent``: ``any``, ``greedy`` or ``model`` (the network's
+    opponent head; refused for a network without one)."""
     if not model:
+        if opponent == "model":
+            raise ValueError("opponent=model needs a network with an opponent head (give model=...)")
         c = SearchConfig().c_puct if c is None else c
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c)
+        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c,
+                            greedy_opponent=opponent == "greedy")
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
-    return search_player_for(rules, seed, evaluator, sims=sims, c=c)
+    return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent)
 
 
 def network_player_from_weights(
@@ -132,6 +148,7 @@ def network_player_from_weights(
 register_player(
     "mcts",
     network_player,
-    options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option},
+    options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option,
+             "opponent": opponent_option},
     description="network-guided tree search (uniform prior and zero value without a model)",
 )

@@ -6,8 +6,9 @@ their time in the network, so this is most of their speed.
 
 The graph is exported from the inference copy of a :class:`~learner.model.PolicyValueNet` (eval
 mode, batch norms folded): one input ``planes`` ``(batch, in_planes, n, n)`` float32, two outputs
-``policy_logits`` ``(batch, policy_size)`` and ``value`` ``(batch,)``, the batch dimension
-dynamic. New weights mean a new export and a new session (tens of milliseconds for the networks
+``policy_logits`` ``(batch, policy_size)`` and ``value`` ``(batch,)`` (a third,
+``opponent_logits`` ``(batch, policy_size)``, when the network has the opponent head), the batch
+dimension dynamic. New weights mean a new export and a new session (tens of milliseconds for the networks
 here), never a new process.
 
 The ``onnx-int8`` backend quantizes that graph statically (ONNX Runtime's quantizer, QDQ format):
@@ -35,6 +36,7 @@ from .model import PolicyValueNet
 __all__ = [
     "EXPORT_FORMAT",
     "INPUT_NAME",
+    "OPPONENT_OUTPUT",
     "OUTPUT_NAMES",
     "OnnxRunner",
     "calibration_planes",
@@ -42,10 +44,18 @@ __all__ = [
     "int8_onnx_bytes",
     "onnx_bytes",
     "onnx_providers",
+    "output_names",
 ]
 
 INPUT_NAME = "planes"
 OUTPUT_NAMES = ("policy_logits", "value")
+#: The third output of a network with the opponent head (``NetConfig.opponent_head``).
+OPPONENT_OUTPUT = "opponent_logits"
+
+
+def output_names(net: PolicyValueNet) -> tuple[str, ...]:
+    """The graph outputs of ``net``, in the order its ``forward`` returns them."""
+    return OUTPUT_NAMES + ((OPPONENT_OUTPUT,) if net.config.opponent_head else ())
 #: The ONNX operator set the graphs use (ONNX Runtime 1.17+ runs it).
 OPSET = 17
 
@@ -56,6 +66,7 @@ def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None) -
     cfg = net.config
     example = torch.zeros(1, cfg.in_planes, cfg.n, cfg.n, dtype=next(net.parameters()).dtype)
     buffer = io.BytesIO()
+    names = output_names(net)
     with warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of torch.export's, which needs the
         # onnxscript package and minutes more; this network is plain convolutions and both agree.
@@ -65,8 +76,8 @@ def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None) -
             (example,),
             buffer,
             input_names=[INPUT_NAME],
-            output_names=list(OUTPUT_NAMES),
-            dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAMES[0]: {0: "batch"}, OUTPUT_NAMES[1]: {0: "batch"}},
+            output_names=list(names),
+            dynamic_axes={name: {0: "batch"} for name in (INPUT_NAME, *names)},
             opset_version=OPSET,
             dynamo=False,
         )
@@ -188,7 +199,8 @@ def onnx_providers(device: torch.device) -> list[str]:
 
 
 class OnnxRunner:
-    """``runner(planes) -> (logits, values)``: one ONNX Runtime session for one network.
+    """``runner(planes) -> (logits, values)``: one ONNX Runtime session for one network;
+    :meth:`opponent` adds the opponent head's logits.
 
     ``threads``: the session's intra-op threads (an actor: 1). ``calibration``: planes to
     quantize the network to 8 bits with (:func:`int8_onnx_bytes`); None: float32. :meth:`load`
@@ -213,11 +225,19 @@ class OnnxRunner:
         """Run ``net`` (eval mode) from now on."""
         graph = onnx_bytes(net) if self.calibration is None else int8_onnx_bytes(net, self.calibration)
         self.session = self._ort.InferenceSession(graph, self.options, providers=self.providers)
+        self.has_opponent = bool(net.config.opponent_head)
 
     def __call__(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``planes`` float32 ``(B, in_planes, n, n)`` -> float32 ``(B, policy_size)``, ``(B,)``."""
         logits, values = self.session.run(list(OUTPUT_NAMES), {INPUT_NAME: planes})
         return logits, values.reshape(-1)
+
+    def opponent(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``planes`` -> ``(logits, values, opponent_logits)``; the network must have the head."""
+        if not self.has_opponent:
+            raise ValueError("this network has no opponent head")
+        logits, values, opponent = self.session.run([*OUTPUT_NAMES, OPPONENT_OUTPUT], {INPUT_NAME: planes})
+        return logits, values.reshape(-1), opponent
 
 
 #: Format tag in the metadata of every model ``hopzero export --onnx`` writes.
@@ -264,6 +284,9 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
                         f"{rules.k} piece ids x {rules.cells} cells, piece ids canonical (ccengine.encoding)"
                         f"{rotate}; softmax over the legal moves only",
         "value": f"{OUTPUT_NAMES[1]}[b]: tanh, in [-1, 1], from the view of the player to move",
+        **({OPPONENT_OUTPUT: f"{OPPONENT_OUTPUT}[b, piece_id * {rules.cells} + destination]: logits of the "
+                             f"opponent's reply (the player not to move), indexed and rotated as "
+                             f"{OUTPUT_NAMES[0]}"} if cfg.opponent_head else {}),
         "net_config": json.dumps(cfg.to_dict(), sort_keys=True),
         "c_puct": str(meta.get("c_puct", "")),
         "source_sha256": str(state.get("sha256", "")),

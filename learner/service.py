@@ -83,6 +83,7 @@ class LearnerService:
             window_positions=replay_config.window_positions,
             value_target=replay_config.value_target,
             limiter=self.limiter,
+            opponent_target=self.trainer.net_config.opponent_head,
         )
         if self.stage == 2:
             self.mirror.min_model_version = 1
@@ -212,8 +213,10 @@ class LearnerService:
         m, last = self.metrics, self._last
         m.set("hopzero_learner_steps_per_second", self._rate)
         m.set("hopzero_learner_lr", last.get("lr", 0.0))
-        for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2")):
-            m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
+        for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2"),
+                          ("opponent", "opponent_ce")):
+            if term != "opponent" or key in last:
+                m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
         m.set("hopzero_replay_window_positions", self.mirror.size)
         m.set("hopzero_replay_window_capacity", self.replay_config.window_positions)
         self._inc_to("hopzero_learner_steps", self.trainer.steps)

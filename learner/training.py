@@ -5,6 +5,13 @@ Loss (Liu et al. 2019, eq. 6, read as AlphaGo Zero's; see docs/LEARNER.md for th
     total = value_loss_weight * mean_b (v_b - z_b)^2          value_mse
           + mean_b ( - sum_a pi_ba * log softmax(logits_b)_a )  policy_ce
           + l2 * sum_{w in weights} sum(w ** 2)                 l2
+          [+ opponent_loss_weight * mean_{b with a target}
+               ( - sum_a pi'_ba * log softmax(opponent_b)_a )    opponent_ce]
+
+The last term only for a network with the opponent head (``NetConfig.opponent_head``, not in the
+paper): ``pi'`` is the search distribution of the next ply (the opponent's reply), in the frame of
+the position's mover; rows without one (a pass, the game's last position, a reply played without
+search) are all zeros and left out of the mean.
 
 ``weights`` are the convolution and dense-layer *kernels* only (no biases, no batch-norm scale or
 shift), as the paper's released Keras code regularises them (``kernel_regularizer=l2(c)``, which
@@ -14,7 +21,8 @@ reported loss is the paper's loss.
 A training batch is any object with numpy (or torch) attributes ``planes (B, C, n, n) float32``,
 ``policy (B, policy_size) float32`` (a dense target distribution per row) and ``value (B,)
 float32`` (the target in ``[-1, 1]`` from the mover's view: the outcome z, or whatever mix of z and
-the root value q the replay buffer was asked for; the loss uses the target it is given).
+the root value q the replay buffer was asked for; the loss uses the target it is given), and for
+a network with the opponent head ``opponent_policy (B, policy_size) float32`` as well.
 
 Weights leave the learner as :meth:`Trainer.export_weights` -- ``(version, {name: ndarray})``, plain
 numpy arrays that Ray or msgpack carry without pickling torch objects -- and enter an actor's or
@@ -103,6 +111,9 @@ class LearnerConfig:
     value_loss_weight: float = checked(1.0, ge=0)
     """Weight of the value MSE in the total loss (the policy CE has weight 1). Paper: 1
     ("an unweighted sum"; its code: ``LOSS_WEIGHTS`` 1 and 1)."""
+    opponent_loss_weight: float = checked(0.15, ge=0)
+    """Weight of the opponent head's cross-entropy (only with ``network.opponent_head``). Paper:
+    no such head. Ours: 0.15, KataGo's weight for its opponent-policy target."""
     amp: bool = checked(True)
     """Mixed precision on CUDA (autocast; a GradScaler for float16); ignored on CPU. Paper: no."""
     amp_dtype: str = checked("float16", choices=AMP_DTYPES)
@@ -210,12 +221,22 @@ def _as_tensor(x: Any, device: torch.device) -> Tensor:
     return t
 
 
-def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
-    """``(planes, policy, value)`` as float32 tensors on ``device``, shapes checked."""
+def _batch_tensors(
+    batch: Any, config: NetConfig, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """``(planes, policy, value, opponent_policy)`` as float32 tensors on ``device``, shapes
+    checked; ``opponent_policy`` is None for a network without the opponent head."""
     try:
         planes, policy, value = batch.planes, batch.policy, batch.value
     except AttributeError as e:
         raise TypeError(f"a training batch needs attributes planes, policy and value ({e})") from None
+    opponent = None
+    if config.opponent_head:
+        opponent = getattr(batch, "opponent_policy", None)
+        if opponent is None:
+            raise ValueError("the network has the opponent head: the batch needs opponent_policy "
+                             "(the replay window gives it with opponent_target=True)")
+        opponent = _as_tensor(opponent, device)
     planes, policy, value = (_as_tensor(x, device) for x in (planes, policy, value))
     b = planes.shape[0] if planes.ndim else 0
     if planes.ndim != 4 or tuple(planes.shape[1:]) != (config.in_planes, config.n, config.n) or b < 1:
@@ -225,16 +246,19 @@ def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple
         raise ValueError(f"batch.policy has shape {tuple(policy.shape)}; expected ({b}, {config.policy_size})")
     if tuple(value.shape) != (b,):
         raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected ({b},)")
-    return planes, policy, value
+    if opponent is not None and tuple(opponent.shape) != (b, config.policy_size):
+        raise ValueError(f"batch.opponent_policy has shape {tuple(opponent.shape)}; "
+                         f"expected ({b}, {config.policy_size})")
+    return planes, policy, value, opponent
 
 
 def _terms(
-    logits: Tensor, v: Tensor, policy: Tensor, value: Tensor, weights: list[nn.Parameter],
-    *, l2: float, value_loss_weight: float,
+    outputs: tuple[Tensor, ...], policy: Tensor, value: Tensor, opponent: Tensor | None,
+    weights: list[nn.Parameter], *, l2: float, value_loss_weight: float, opponent_loss_weight: float,
 ) -> dict[str, Tensor]:
     # float32 even under autocast: log-softmax over 294 logits and small squared errors are
     # where half precision loses the most.
-    logits, v = logits.float(), v.float()
+    logits, v = outputs[0].float(), outputs[1].float()
     value_mse = torch.mean((v - value) ** 2)
     policy_ce = -torch.mean(torch.sum(policy * torch.log_softmax(logits, dim=1), dim=1))
     if l2 > 0:
@@ -242,21 +266,32 @@ def _terms(
     else:
         l2_term = torch.zeros((), device=logits.device)
     total = value_loss_weight * value_mse + policy_ce + l2_term
-    return {"value_mse": value_mse, "policy_ce": policy_ce, "l2": l2_term, "total": total}
+    terms = {"value_mse": value_mse, "policy_ce": policy_ce, "l2": l2_term}
+    if opponent is not None:
+        per_row = -torch.sum(opponent * torch.log_softmax(outputs[2].float(), dim=1), dim=1)
+        has_target = (opponent.sum(dim=1) > 0).float()
+        # The mean over the rows that have a reply to predict (0 when none has).
+        opponent_ce = torch.sum(per_row * has_target) / torch.clamp(has_target.sum(), min=1.0)
+        total = total + opponent_loss_weight * opponent_ce
+        terms["opponent_ce"] = opponent_ce
+    terms["total"] = total
+    return terms
 
 
 def loss_terms(
     model: PolicyValueNet, batch: Any, *, l2: float = 0.0, value_loss_weight: float = 1.0,
+    opponent_loss_weight: float = 0.15,
 ) -> dict[str, Tensor]:
     """The loss of ``model`` on ``batch``: 0-d tensors ``value_mse``, ``policy_ce``, ``l2`` (the
-    weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`) and ``total``.
+    weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`), ``opponent_ce`` (with the
+    opponent head only: unweighted, ``total`` weighs it) and ``total``.
 
     Runs the model in whatever mode it is in (training mode: batch statistics); differentiable.
     """
     device = next(model.parameters()).device
-    planes, policy, value = _batch_tensors(batch, model.config, device)
-    logits, v = model(planes)
-    return _terms(logits, v, policy, value, l2_parameters(model), l2=l2, value_loss_weight=value_loss_weight)
+    planes, policy, value, opponent = _batch_tensors(batch, model.config, device)
+    return _terms(model(planes), policy, value, opponent, l2_parameters(model), l2=l2,
+                  value_loss_weight=value_loss_weight, opponent_loss_weight=opponent_loss_weight)
 
 
 # ---- weights in transit -------------------------------------------------------------------------
@@ -357,11 +392,12 @@ class Trainer:
 
     def step(self, batch: Any) -> dict[str, float]:
         """One optimiser step on ``batch``. Returns floats: ``total``, ``value_mse``,
-        ``policy_ce``, ``l2``, ``grad_norm`` (before clipping), ``lr`` (used by this step),
+        ``policy_ce``, ``l2``, ``opponent_ce`` (with the opponent head only), ``grad_norm``
+        (before clipping), ``lr`` (used by this step),
         ``skipped`` (1.0 when a non-finite gradient made the step a no-op) and ``scale`` (the AMP
         loss scale; 1.0 without a scaler)."""
         cfg = self.config
-        planes, policy, value = _batch_tensors(batch, self.net_config, self.device)
+        planes, policy, value, opponent = _batch_tensors(batch, self.net_config, self.device)
         if self.channels_last:
             planes = planes.contiguous(memory_format=torch.channels_last)
         lr = lr_at(cfg, self.steps)
@@ -369,9 +405,9 @@ class Trainer:
             g["lr"] = lr
         self.model.train()
         with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self.amp):
-            logits, v = self.model(planes)
-        terms = _terms(logits, v, policy, value, self._l2_params, l2=cfg.l2,
-                       value_loss_weight=cfg.value_loss_weight)
+            outputs = self.model(planes)
+        terms = _terms(outputs, policy, value, opponent, self._l2_params, l2=cfg.l2,
+                       value_loss_weight=cfg.value_loss_weight, opponent_loss_weight=cfg.opponent_loss_weight)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(terms["total"]).backward()
         self.scaler.unscale_(self.optimizer)
@@ -381,9 +417,10 @@ class Trainer:
         else:
             grad_norm = nn.utils.get_total_norm([p.grad for p in params], foreach=True)
         # One device-to-host transfer for the losses and the norm (not one per number).
-        values = torch.stack([terms["total"].detach(), terms["value_mse"].detach(),
-                              terms["policy_ce"].detach(), terms["l2"].detach(),
-                              grad_norm.detach().float()]).tolist()
+        parts = [terms["total"], terms["value_mse"], terms["policy_ce"], terms["l2"], grad_norm.float()]
+        if opponent is not None:
+            parts.append(terms["opponent_ce"])
+        values = torch.stack([t.detach() for t in parts]).tolist()
         finite = math.isfinite(values[4])
         scale = float(self.scaler.get_scale()) if self.scaler.is_enabled() else 1.0
         if self.scaler.is_enabled():
@@ -395,8 +432,11 @@ class Trainer:
             log.warning("step %d: non-finite gradient norm (loss %s); update skipped",
                         self.steps, values[0])
         self.steps += 1
-        return {"total": values[0], "value_mse": values[1], "policy_ce": values[2], "l2": values[3],
-                "grad_norm": values[4], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
+        out = {"total": values[0], "value_mse": values[1], "policy_ce": values[2], "l2": values[3],
+               "grad_norm": values[4], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
+        if opponent is not None:
+            out["opponent_ce"] = values[5]
+        return out
 
     @property
     def checkpoint_due(self) -> bool:

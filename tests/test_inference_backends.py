@@ -70,10 +70,11 @@ def leaf_batches(rules, history: int, *, games: int = 8, moves: int = 8, seed: i
     return recorder.batches
 
 
-def evaluators(rules, encoding: str, backends: tuple[str, ...], size: str = "fast", seed: int = 0):
+def evaluators(rules, encoding: str, backends: tuple[str, ...], size: str = "fast", seed: int = 0,
+               opponent_head: bool = False):
     enc = encoding_for(rules, encoding, history=3)
     torch.manual_seed(seed)
-    model = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, size))
+    model = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, size, opponent_head=opponent_head))
     # Batch norms with statistics other than the initial ones, so that folding them is tested.
     with torch.no_grad():
         for name, buffer in model.named_buffers():
@@ -103,6 +104,59 @@ def test_onnx_agrees_with_eager_on_the_leaves_of_every_preset(name):
         assert sum(len(b[1]) for b in batches) >= 100
         assert {0, 1} <= set(np.concatenate([b[1] for b in batches]).tolist())  # both players to move
         assert_agree(eager, onnx, batches)
+
+
+def assert_opponent_agrees(reference, other, batches) -> None:
+    for pieces, to_move, legal, counts in batches:
+        p0, v0, o0 = reference.evaluate_opponent(pieces, to_move, legal, counts)
+        p1, v1, o1 = other.evaluate_opponent(pieces, to_move, legal, counts)
+        assert o0.shape == (len(to_move), reference.encoding.policy_size)
+        assert np.abs(p0 - p1).max() <= TOLERANCE
+        assert np.abs(v0 - v1).max() <= TOLERANCE
+        assert np.abs(o0 - o1).max() <= TOLERANCE
+        # The two heads share the trunk and one run: the priors are evaluate()'s.
+        p2, v2 = other.evaluate(pieces, to_move, legal, counts)
+        assert np.abs(p1 - p2).max() <= TOLERANCE and np.abs(v1 - v2).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", ["cc49", "star2"])
+def test_the_opponent_head_agrees_across_backends(name):
+    rules = preset(name)
+    eager, onnx, compiled = evaluators(rules, "general", ("eager", "onnx", "compile"), size="tiny",
+                                       opponent_head=True)
+    batches = leaf_batches(rules, 3, games=4, moves=4)
+    assert {0, 1} <= set(np.concatenate([b[1] for b in batches]).tolist())  # rotated rows too
+    assert_opponent_agrees(eager, onnx, batches)
+    assert_opponent_agrees(eager, compiled, batches[:2])
+
+
+def test_the_opponent_logits_come_back_in_absolute_indices():
+    """A row with player 1 to move: the evaluator turns the head's rotated frame back, so that
+    logit ``id * cells + e`` is the reply to cell ``e`` of the board as the search numbers it."""
+    rules = preset("cc49")
+    (eager,) = evaluators(rules, "general", ("eager",), size="tiny", opponent_head=True)
+    pieces, to_move, legal, counts = leaf_batches(rules, 3, games=4, moves=4)[-1]
+    _, _, absolute = eager.evaluate_opponent(pieces, to_move, legal, counts)
+    planes = eager.encoding.encode(pieces, to_move)
+    _, _, frame = eager.inference.logits(planes, opponent=True)
+    cells = rules.cells
+    for b, mover in enumerate(to_move.tolist()):
+        for index in (0, 5, cells + 7, rules.k * cells - 1):
+            pid, dest = divmod(index, cells)
+            seen = pid * cells + (cells - 1 - dest if mover == 1 else dest)
+            assert absolute[b, index] == frame[b, seen]
+
+
+def test_a_network_without_the_opponent_head_refuses_to_answer_for_it():
+    rules = preset("cc49")
+    for backend in ("eager", "onnx"):
+        (evaluator,) = evaluators(rules, "general", (backend,), size="tiny")
+        assert not evaluator.has_opponent_model
+        pieces, to_move, legal, counts = leaf_batches(rules, 3, games=2, moves=4)[-1]
+        with pytest.raises(ValueError, match="no opponent head"):
+            evaluator.evaluate_opponent(pieces, to_move, legal, counts)
+        with pytest.raises(ValueError, match="no opponent head"):
+            evaluator.inference.logits(evaluator.encoding.encode(pieces, to_move), opponent=True)
 
 
 def test_torch_compile_agrees_with_eager():

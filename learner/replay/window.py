@@ -32,6 +32,10 @@ class Batch:
     """float32 ``[B, policy_size]``: dense search distribution in the network's frame."""
     value: np.ndarray
     """float32 ``[B]``: value target from the mover's view (z, or (z + q) / 2)."""
+    opponent_policy: np.ndarray | None
+    """float32 ``[B, policy_size]``: the next ply's search distribution (the opponent's reply) in
+    the frame of the position's mover, all zeros where there is none; None unless the window
+    keeps these targets (``opponent_target``)."""
     weight: np.ndarray
     """float32 ``[B]``: per-position loss weight (1 unless the record carried weights)."""
     reflected: np.ndarray
@@ -56,6 +60,12 @@ class WindowMirror:
 
     Positions a record does not ``keep``, and pass-only positions (no policy target), are not
     stored: they only feed the history of the positions after them.
+
+    With ``opponent_target`` (a network with the opponent head), each position also keeps the
+    target of the position after it in its record, the opponent's reply, right after its own
+    entries in the ring; its indices are turned into the frame of the position's own mover (the
+    frame of its input). The record's next position need not be kept itself; a position with
+    none (the record's last, a reply without search) keeps no entries and trains no opponent loss.
     """
 
     def __init__(
@@ -67,6 +77,7 @@ class WindowMirror:
         value_target: str = "z",
         limiter: RatioLimiter | None = None,
         entries_per_position: int = 32,
+        opponent_target: bool = False,
     ) -> None:
         if window_positions < 1:
             raise ValueError(f"window_positions={window_positions} must be at least 1")
@@ -78,6 +89,7 @@ class WindowMirror:
         self.window = window_positions
         self.value_target = value_target
         self.limiter = limiter
+        self.opponent_target = opponent_target
         self._epoch = 0 if reader is None else reader.epoch
         w, h, k = window_positions, encoding.history, self.rules.k
         self._hist = np.full((w, h, 2, k), -1, dtype=np.int8)
@@ -87,7 +99,8 @@ class WindowMirror:
         self._weight = np.ones(w, dtype=np.float32)
         self._pol_start = np.zeros(w, dtype=np.int64)  # serial number of its first entry
         self._pol_len = np.zeros(w, dtype=np.int32)
-        cap = max(16, w * entries_per_position)
+        self._opp_len = np.zeros(w, dtype=np.int32)  # the opponent target's, after the position's own
+        cap = max(16, w * entries_per_position * (2 if opponent_target else 1))
         self._ent_index = np.zeros(cap, dtype=np.int16 if self.rules.k * self.rules.cells < 2**15 else np.int32)
         self._ent_prob = np.zeros(cap, dtype=np.float32)
         self._positions = 0  # positions inserted since the last clear (serial of the next one)
@@ -186,32 +199,58 @@ class WindowMirror:
 
         # Sparse targets of the kept positions, in the network's frame, renormalized
         # (float16 probabilities sum to 1 only within ~1e-3).
-        off = rec.policy_offsets.astype(np.int64)
         lens = counts[sel]
-        first = np.concatenate([[0], np.cumsum(lens)[:-1]])
-        ent = np.repeat(off[sel], lens) + np.arange(lens.sum()) - np.repeat(first, lens)
-        idx = rec.policy_index[ent].astype(np.int64)
-        prob = rec.policy_prob[ent].astype(np.float32)
-        owner_tm = np.repeat(tm, lens)
-        if self.encoding.rotate:
-            cells = self.rules.cells
-            pid, dest = np.divmod(idx, cells)
-            idx = np.where(owner_tm == 1, pid * cells + (cells - 1 - dest), idx)
-        sums = np.repeat(np.add.reduceat(prob, first), lens)
-        prob /= sums
+        idx, prob = self._targets(rec, sel, lens, tm)
+        opp_lens = np.zeros(m, dtype=np.int64)
+        if self.opponent_target:
+            # Position t's opponent target is position t + 1's own (None past the record's end),
+            # seen from position t's mover.
+            nxt = sel + 1
+            has = nxt < len(counts)
+            opp_lens[has] = counts[nxt[has]]
+            opp_idx, opp_prob = self._targets(rec, nxt[has], opp_lens[has], tm[has])
+            own = np.repeat(np.arange(m), lens)
+            other = np.repeat(np.flatnonzero(has), opp_lens[has])
+            # One block per position: its own entries, then its opponent's (a stable sort by
+            # position keeps each group's order).
+            order = np.argsort(np.concatenate([own * 2, other * 2 + 1]), kind="stable")
+            idx = np.concatenate([idx, opp_idx])[order]
+            prob = np.concatenate([prob, opp_prob])[order]
 
         self._insert(hist, tm, z, rec.root_value[sel], None if rec.weight is None else rec.weight[sel],
-                     lens, idx, prob)
+                     lens, opp_lens, idx, prob)
         if self.limiter is not None:
             self.limiter.on_insert(m)
         return m
 
+    def _targets(self, rec: GameRecord, rows: np.ndarray, lens: np.ndarray,
+                 frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sparse targets of the record's positions ``rows`` (``lens`` entries each),
+        concatenated: indices in the network's frame of the player ``frame[i]`` (rotated where
+        the encoding rotates and that player is 1), probabilities renormalized per position."""
+        if len(rows) == 0 or lens.sum() == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        off = rec.policy_offsets.astype(np.int64)
+        first = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        ent = np.repeat(off[rows], lens) + np.arange(lens.sum()) - np.repeat(first, lens)
+        idx = rec.policy_index[ent].astype(np.int64)
+        prob = rec.policy_prob[ent].astype(np.float32)
+        if self.encoding.rotate:
+            cells = self.rules.cells
+            pid, dest = np.divmod(idx, cells)
+            idx = np.where(np.repeat(frame, lens) == 1, pid * cells + (cells - 1 - dest), idx)
+        nonempty = lens > 0
+        sums = np.add.reduceat(prob, first[nonempty])
+        prob /= np.repeat(sums, lens[nonempty])
+        return idx, prob
+
     def _insert(self, hist: np.ndarray, tm: np.ndarray, z: np.ndarray, q: np.ndarray, weight: np.ndarray | None,
-                lens: np.ndarray, idx: np.ndarray, prob: np.ndarray) -> None:
+                lens: np.ndarray, opp_lens: np.ndarray, idx: np.ndarray, prob: np.ndarray) -> None:
         m, w = len(tm), self.window
         serial = self._positions + np.arange(m)
         slots = serial % w
-        starts = self._entries + np.concatenate([[0], np.cumsum(lens)[:-1]])
+        block = lens + opp_lens
+        starts = self._entries + np.concatenate([[0], np.cumsum(block)[:-1]])
         # The oldest position alive after this insert decides how many entries must stay.
         oldest = max(0, self._positions + m - w)
         oldest_start = self._pol_start[oldest % w] if oldest < self._positions else starts[oldest - self._positions]
@@ -225,6 +264,7 @@ class WindowMirror:
         self._weight[slots] = 1.0 if weight is None else weight
         self._pol_start[slots] = starts
         self._pol_len[slots] = lens
+        self._opp_len[slots] = opp_lens
         cap = len(self._ent_prob)
         where = (self._entries + np.arange(len(idx))) % cap
         self._ent_index[where] = idx
@@ -270,11 +310,22 @@ class WindowMirror:
 
         z = self._z[slots].astype(np.float32)
         value = z if self.value_target == "z" else 0.5 * (z + self._q[slots])
+        opponent = None
+        if self.opponent_target:
+            opponent = np.zeros((batch_size, self.encoding.policy_size), dtype=np.float32)
+            olens = self._opp_len[slots].astype(np.int64)
+            rows = np.repeat(np.arange(batch_size), olens)
+            first = np.concatenate([[0], np.cumsum(olens)[:-1]])
+            ent = (np.repeat(self._pol_start[slots] + lens, olens) + np.arange(olens.sum()) - np.repeat(first, olens))
+            ent %= len(self._ent_prob)
+            opponent[rows, self._ent_index[ent].astype(np.int64)] = self._ent_prob[ent]
         flip = rng.random(batch_size) < 0.5 if augment else np.zeros(batch_size, dtype=bool)
         if flip.any():
             planes[flip] = reflect_planes(planes[flip], self.rules)
             policy[flip] = reflect_policy(self.rules, policy[flip])
-        return Batch(planes=planes, policy=policy, value=value.astype(np.float32),
+            if opponent is not None:
+                opponent[flip] = reflect_policy(self.rules, opponent[flip])
+        return Batch(planes=planes, policy=policy, value=value.astype(np.float32), opponent_policy=opponent,
                      weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64))
 
     def try_sample(self, batch_size: int, rng: np.random.Generator, augment: bool = True) -> Batch | None:
