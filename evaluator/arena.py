@@ -60,7 +60,7 @@ from ccengine.players import Player, make_player
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch
 from ccengine.search_player import SearchPlayer
-from learner import network_player  # noqa: F401 - registers the mcts SPEC
+from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 
 __all__ = [
     "MatchGame",

@@ -18,7 +18,7 @@ from ccengine.rules import Rules
 
 from .inference import Inference
 from .model import NetConfig, PolicyValueNet, load_net
-from .model_files import model_meta, read_model_file
+from .model_files import ALGOS, model_meta, read_model_file
 
 __all__ = ["NetworkEvaluator", "load_network_evaluator"]
 
@@ -48,6 +48,9 @@ class NetworkEvaluator:
         self.positions = 0
         #: The exploration constant the network was trained and gated with, when its file says.
         self.c_puct: float | None = None
+        #: How the network was trained, as its file says: ``alphazero`` (policy and value, the
+        #: default of files that say nothing) or ``dqn`` (Q values in the policy head).
+        self.algo = "alphazero"
 
     def evaluate(
         self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
@@ -61,6 +64,25 @@ class NetworkEvaluator:
         priors, values = self.inference.evaluate(planes, indices, counts)
         self.positions += b
         return priors, values
+
+    def move_values(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> np.ndarray:
+        """The network's raw move outputs (a DQN network's Q values) of each row's legal moves.
+
+        ``pieces (B, H, 2, k)``, ``to_move (B,)``, ``legal (B, M)`` absolute policy indices of
+        which the first ``counts[b]`` count; returns float32 ``(B, M)``, ``-inf`` on the padding.
+        """
+        b = len(to_move)
+        if self._planes.shape[0] < b:
+            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
+        planes = self.encoding.encode(pieces, to_move, out=self._planes[:b])
+        logits, _ = self.inference.logits(planes)
+        self.positions += b
+        valid = np.arange(legal.shape[1])[None, :] < np.asarray(counts)[:, None]
+        indices = self.network_frame(np.where(valid, legal, 0), to_move)
+        values = np.take_along_axis(logits, indices.astype(np.int64), axis=1)
+        return np.where(valid, values, -np.inf).astype(np.float32)
 
     def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
         """Absolute policy indices mapped into the network's frame (rotated for player 1)."""
@@ -113,6 +135,8 @@ def load_network_evaluator(
     evaluator = NetworkEvaluator(rules, enc, inference)
     if source is not None and isinstance(meta.get("c_puct"), (int, float)) and meta["c_puct"] >= 0:
         evaluator.c_puct = float(meta["c_puct"])
+    if source is not None and meta.get("algo") in ALGOS:
+        evaluator.algo = str(meta["algo"])
     return evaluator
 
 

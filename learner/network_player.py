@@ -76,6 +76,9 @@ def network_player(
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
+    if evaluator.algo == "dqn":
+        raise ValueError(f"model {model!r} holds a DQN network (Q values, no trained value head): "
+                         f"play it with dqn:model=...")
     return search_player_for(rules, seed, evaluator, sims=sims, c=c)
 
 
@@ -125,7 +128,8 @@ def network_player_from_weights(
             f"the network takes {model.config.in_planes} input planes; encoding {enc.name!r} "
             f"with history {enc.history} gives {enc.in_planes}"
         )
-    evaluator = NetworkEvaluator(rules, enc, Inference(model, backend=backend, device=device, threads=threads))  # checks the policy
+    # NetworkEvaluator checks that the network's policy fits the encoding.
+    evaluator = NetworkEvaluator(rules, enc, Inference(model, backend=backend, device=device, threads=threads))
     return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 

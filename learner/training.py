@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -364,16 +364,29 @@ class Trainer:
         planes, policy, value = _batch_tensors(batch, self.net_config, self.device)
         if self.channels_last:
             planes = planes.contiguous(memory_format=torch.channels_last)
+
+        def terms() -> dict[str, Tensor]:
+            logits, v = self.model(planes)
+            return _terms(logits, v, policy, value, self._l2_params, l2=cfg.l2,
+                          value_loss_weight=cfg.value_loss_weight)
+
+        return self.optimise(terms)
+
+    def optimise(self, terms: Callable[[], dict[str, Tensor]]) -> dict[str, float]:
+        """One optimiser step on the loss ``terms()`` computes (a dict of 0-d tensors, its
+        ``"total"`` the loss to minimise), run in training mode under the trainer's autocast:
+        the learning rate of this step, gradient clipping, the AMP scaler, ``steps += 1``.
+        Returns every term as a float, with ``grad_norm``, ``lr``, ``skipped`` and ``scale``
+        (see :meth:`step`)."""
+        cfg = self.config
         lr = lr_at(cfg, self.steps)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
         with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self.amp):
-            logits, v = self.model(planes)
-        terms = _terms(logits, v, policy, value, self._l2_params, l2=cfg.l2,
-                       value_loss_weight=cfg.value_loss_weight)
+            computed = terms()
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(terms["total"]).backward()
+        self.scaler.scale(computed["total"]).backward()
         self.scaler.unscale_(self.optimizer)
         params = [p for p in self.model.parameters() if p.grad is not None]
         if cfg.grad_clip > 0:
@@ -381,10 +394,10 @@ class Trainer:
         else:
             grad_norm = nn.utils.get_total_norm([p.grad for p in params], foreach=True)
         # One device-to-host transfer for the losses and the norm (not one per number).
-        values = torch.stack([terms["total"].detach(), terms["value_mse"].detach(),
-                              terms["policy_ce"].detach(), terms["l2"].detach(),
-                              grad_norm.detach().float()]).tolist()
-        finite = math.isfinite(values[4])
+        names = list(computed)
+        values = torch.stack([computed[k].detach().float() for k in names] + [grad_norm.detach().float()]).tolist()
+        out = dict(zip(names, values[:-1]))
+        finite = math.isfinite(values[-1])
         scale = float(self.scaler.get_scale()) if self.scaler.is_enabled() else 1.0
         if self.scaler.is_enabled():
             self.scaler.step(self.optimizer)  # skips the update itself when gradients overflowed
@@ -393,10 +406,9 @@ class Trainer:
             self.optimizer.step()
         else:
             log.warning("step %d: non-finite gradient norm (loss %s); update skipped",
-                        self.steps, values[0])
+                        self.steps, out["total"])
         self.steps += 1
-        return {"total": values[0], "value_mse": values[1], "policy_ce": values[2], "l2": values[3],
-                "grad_norm": values[4], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
+        return {**out, "grad_norm": values[-1], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
 
     @property
     def checkpoint_due(self) -> bool:
