@@ -32,6 +32,10 @@ Move = tuple[int, int]
 class DQNPlayer:
     """Argmax of the network's Q values over the legal moves (see the module docstring)."""
 
+    stateless = True
+    """Its move is a function of the game alone: a match plays all its games with one object
+    (``evaluator.arena``), one network, however many are in flight."""
+
     def __init__(self, rules: Rules, evaluator: NetworkEvaluator, *, name: str = "dqn") -> None:
         self.rules = rules
         self.evaluator = evaluator
