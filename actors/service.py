@@ -240,17 +240,38 @@ class DQNActorService(SelfPlayService):
         self._version_ref = None
         self._rate = (time.perf_counter(), 0, 0)
         self._positions_per_s = 0.0
+        self._paused_ref: Any = None
+        self._paused = False
+        self.waited_s = 0.0
 
     def run(self) -> None:
-        """Play until :meth:`stop`; every exception is logged before it ends the actor."""
+        """Play until :meth:`stop`, waiting while the learner says the actors are ahead of it;
+        every exception is logged before it ends the actor."""
         try:
             while not self._stop.is_set():
                 self._follow_best()
+                if self._learner_behind():
+                    time.sleep(0.05)
+                    self.waited_s += 0.05
+                    continue
                 self._send(self.worker.step(), stage="dqn")
                 self._update_dqn_rates()
         except Exception:
             log.exception("%s failed", self.name)
             raise
+
+    def _learner_behind(self) -> bool:
+        """The registry's word on pacing (``ModelRegistry.actors_paused``), asked without ever
+        blocking: the last answer stands while the next is on its way."""
+        import ray
+
+        if self._paused_ref is None:
+            self._paused_ref = self.registry.actors_paused.remote()
+        ready, _ = ray.wait([self._paused_ref], timeout=0)
+        if ready:
+            self._paused = bool(ray.get(self._paused_ref))
+            self._paused_ref = None
+        return self._paused
 
     def _update_dqn_rates(self) -> None:
         since, _, pos0 = self._rate
@@ -269,4 +290,5 @@ class DQNActorService(SelfPlayService):
             "games": s["games_finished"], "positions": s["positions"], "simulations": 0, "sims_per_s": 0.0,
             "positions_per_s": self._positions_per_s, "model_version": s["model_version"], "stage": 2,
             "epsilon": s["epsilon"], "results": [s["wins"], s["draws"], s["losses"]],
+            "waited_s": round(self.waited_s, 1),
         }

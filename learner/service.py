@@ -109,6 +109,7 @@ class LearnerService:
         self._sampled = 0
         self._inserted = 0  # positions taken into the window, all stages
         self._exported: dict[str, float] = {}  # counter totals already exported, by series
+        self._paused: bool | None = None  # what the registry was last told (DQN's actor pacing)
 
     def _limiter(self) -> RatioLimiter | None:
         r = self.replay_config
@@ -133,11 +134,15 @@ class LearnerService:
         window_start = time.perf_counter()
         steps_then = self.trainer.steps
         export_at = window_start
+        pace_at = window_start
         while not self._stop.is_set():
             self._inserted += self.mirror.poll(max_records=512)
             if time.perf_counter() >= export_at:  # also while waiting: the buffer's filling shows
                 self._export_metrics()
                 export_at = time.perf_counter() + 5.0
+            if self.dqn is not None and time.perf_counter() >= pace_at:
+                self._pace_actors()
+                pace_at = time.perf_counter() + 0.25
             if self.mirror.size < min(replay.min_positions, replay.window_positions):
                 time.sleep(0.05)
                 continue
@@ -153,6 +158,16 @@ class LearnerService:
                 self._rate = (self.trainer.steps - steps_then) / (now - window_start)
                 window_start, steps_then = now, self.trainer.steps
         self.checkpoint()
+
+    def _pace_actors(self) -> None:
+        """DQN: ask the actors to wait while they are ahead of the ratio limiter (its
+        ``can_insert``), as Reverb's limiter blocks inserts. DQN actors play far faster than a
+        learner on the same CPUs trains (no search), and a transition never sampled is a wasted
+        one; AlphaZero's actors are never paused."""
+        ahead = self.limiter is not None and not self.limiter.can_insert(0)
+        if ahead != self._paused:
+            self._paused = ahead
+            self.registry.pause_actors.remote(ahead)
 
     def _after_step(self) -> None:
         steps = self.trainer.steps

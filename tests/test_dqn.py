@@ -10,9 +10,9 @@ import msgpack
 import numpy as np
 import pytest
 import torch
+from replay_helpers import random_game_record
 
 from actors.dqn import DQNWorker
-from ccengine import preset
 from ccengine.encoding import encoding_for
 from ccengine.engines import new_state
 from ccengine.players import PlayerSpecError, make_player
@@ -23,7 +23,6 @@ from learner.model import PolicyValueNet, save_net
 from learner.records import RecordError, decode_record, encode_record
 from learner.replay import WindowMirror
 from learner.training import Trainer
-from replay_helpers import random_game_record
 
 CONFIG = load_config("dqn", overrides=["network.size=tiny"])
 RULES = CONFIG.training_rules()
