@@ -677,7 +677,7 @@ def _progress_line(snap: dict[str, Any]) -> str:
     gate = ev.get("last_gate")
     parts = [
         f"[{minutes:02d}:{seconds:02d}]",
-        f"stage {le.get('stage', '?')}",
+        "dqn" if "epsilon" in sp else f"stage {le.get('stage', '?')}",
         f"games {sp['games']:,} ({sp['positions_per_s']:.0f} pos/s, {sp['sims_per_s']:,.0f} sims/s)",
         f"learner {le.get('steps', 0):,} steps {le.get('steps_per_s', 0):.1f}/s {loss}",
         f"buffer {le.get('window', 0):,}",
