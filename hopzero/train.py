@@ -660,6 +660,7 @@ def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     if any("epsilon" in s for s in stats):  # DQN actors: exploration and training-game results
         total["epsilon"] = max(s.get("epsilon", 0.0) for s in stats if "epsilon" in s)
         total["results"] = [sum(s.get("results", [0, 0, 0])[i] for s in stats) for i in range(3)]
+        total["waited_s"] = round(sum(s.get("waited_s", 0.0) for s in stats), 1)  # paused by the learner
     return total
 
 

@@ -38,13 +38,14 @@ TINY_DQN = [
 
 def test_dqn_trains_on_the_system(local_ray, tmp_path):
     run_dir = tmp_path / "run"
-    config = load_config("dqn", overrides=[*TINY_DQN, "run.minutes=0.6"], seed=5)
+    config = load_config("dqn", overrides=[*TINY_DQN, "run.minutes=0.45"], seed=5)
     summary = train(config, run_dir=run_dir, out=open("/dev/null", "w"))
 
     last = RunDir(run_dir).read_jsonl("metrics.jsonl")[-1]
     assert last["learner"]["steps"] >= 100, last["learner"]
     assert "huber" in last["learner"]["losses"] and not last["learner"]["skipped"].get("foreign")
     assert last["selfplay"]["epsilon"] < 1.0 and sum(last["selfplay"]["results"]) > 0
+    assert last["selfplay"]["waited_s"] > 0, "the actors never waited for the learner's ratio limiter"
     history = promotion_history(run_dir)
     assert len(history) >= 2, "every candidate becomes the best in a DQN run"
     assert set(last["selfplay"]["model_versions"]) & {int(p.version) for p in history}, "actors kept no new best"
