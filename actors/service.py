@@ -205,7 +205,8 @@ class DQNActorService(SelfPlayService):
 
     The same service as self-play with another worker: it follows the registry's best model
     (in a DQN run every candidate becomes the best, so that is the learner's newest published
-    network) and plays from its first moment on, at ``epsilon_start`` until weights arrive.
+    network) and plays as soon as the learner says it may (before any network, at
+    ``epsilon_start``), waiting whenever the learner says the actors are ahead of it.
     """
 
     def __init__(
@@ -241,7 +242,7 @@ class DQNActorService(SelfPlayService):
         self._rate = (time.perf_counter(), 0, 0)
         self._positions_per_s = 0.0
         self._paused_ref: Any = None
-        self._paused = False
+        self._paused = True  # until the learner's first word (ModelRegistry.actors_paused)
         self.waited_s = 0.0
 
     def run(self) -> None:
@@ -269,7 +270,7 @@ class DQNActorService(SelfPlayService):
             self._paused_ref = self.registry.actors_paused.remote()
         ready, _ = ray.wait([self._paused_ref], timeout=0)
         if ready:
-            self._paused = bool(ray.get(self._paused_ref))
+            self._paused = ray.get(self._paused_ref) is not False  # None: the learner has not said yet
             self._paused_ref = None
         return self._paused
 

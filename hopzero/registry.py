@@ -27,7 +27,7 @@ class ModelRegistry:
         self._best: tuple[int, Weights] | None = None
         self._candidate: tuple[int, Weights] | None = None
         self._promotions = 0
-        self._actors_paused = False
+        self._actors_paused: bool | None = None  # None: the learner has not said yet
 
     def set_best(self, version: int, weights: Weights) -> None:
         """Make ``weights`` the best model (stage 1's network, or the best of a resumed run)."""
@@ -70,8 +70,10 @@ class ModelRegistry:
         with self._lock:
             self._actors_paused = bool(paused)
 
-    def actors_paused(self) -> bool:
-        """Whether actors that honour it should wait for the learner (see :meth:`pause_actors`)."""
+    def actors_paused(self) -> bool | None:
+        """Whether actors that honour it should wait for the learner (see :meth:`pause_actors`);
+        None until the learner has said (they wait: a learner that starts late would otherwise
+        find a backlog that keeps the actors waiting while it works through it)."""
         with self._lock:
             return self._actors_paused
 
