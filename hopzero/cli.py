@@ -46,7 +46,7 @@ from ccengine.reference import perft as reference_perft
 from ccengine.rules import Rules, RulesError, preset
 from hopzero import bench
 from hopzero.ccp import DEFAULT_MAX_MOVETIME_MS, DEFAULT_MAX_NODES, MOVETIME_CEILING_MS, NODES_CEILING
-from learner import network_player  # noqa: F401 - registers the mcts SPEC
+from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -130,7 +130,8 @@ def _add_preset(p: argparse.ArgumentParser) -> None:
         type=_preset_arg,
         default=preset("cc49"),
         metavar="P",
-        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), star2 (the 121-hole star, CCERL-2P10-v2)",
+        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), "
+             "star2 (the 121-hole star, CCERL-2P10-v2)",
     )
 
 
@@ -239,7 +240,8 @@ def _add_match(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match between two players (seed protocol)")
     _add_preset(p)
     p.add_argument(
-        "--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S"
+        "--a", required=True, metavar="SPEC",
+        help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S, dqn:model=PATH"
     )
     p.add_argument("--b", required=True, metavar="SPEC", help="player B")
     p.add_argument("--games", type=_int_arg(1, MATCH_MAX_GAMES), default=100, metavar="N", help="games (default 100)")
@@ -421,7 +423,8 @@ def _add_train(sub: Any) -> None:
 
     p = sub.add_parser("train", help="train by self-play (Ray actors, replay buffer, learner, 55%% gate)")
     p.add_argument("--config", choices=CONFIG_NAMES, default="fast",
-                   help="training configuration: demo (minutes), fast (ours, default), paper (Table 1), star2 (the star)")
+                   help="training configuration: demo (minutes), fast (ours, default), paper (Table 1), "
+                        "star2 (the star), dqn (the paper's Deep Q-learning baseline)")
     p.add_argument("--preset", metavar="P", default=None, help="the game (default: the config's; fast/demo: cc49)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change a config field, e.g. --set learner.lr=0.01 (repeatable)")

@@ -92,6 +92,9 @@ def network_player(
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
+    if evaluator.algo == "dqn":
+        raise ValueError(f"model {model!r} holds a DQN network (Q values, no trained value head): "
+                         f"play it with dqn:model=...")
     return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent)
 
 
