@@ -130,7 +130,8 @@ def _add_preset(p: argparse.ArgumentParser) -> None:
         type=_preset_arg,
         default=preset("cc49"),
         metavar="P",
-        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), star2 (the 121-hole star, CCERL-2P10-v2)",
+        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), "
+        "star2 (the 121-hole star, CCERL-2P10-v2), star3, star4, star6 (the star for 3, 4 or 6 players)",
     )
 
 
