@@ -9,6 +9,7 @@ non-zero seat), each checked on both engines.
 
 from __future__ import annotations
 
+import io
 import random
 
 import numpy as np
@@ -16,11 +17,13 @@ import pytest
 from engine_helpers import scratch_hash
 
 from ccengine import _core
-from ccengine.notation import format_compact121, parse_compact121, parse_position
+from ccengine.notation import format_compact121, parse_compact121, parse_position, start_position
 from ccengine.perft_data import STAR_START_PERFT
 from ccengine.players import GreedyPlayer, StochasticGreedyPlayer, greedy_candidates
 from ccengine.reference import ReferenceState, perft
 from ccengine.rules import Rules, preset
+from hopzero.ccp import CCPEngine
+from hopzero.play import play_terminal
 
 STAR3, STAR4, STAR6 = preset("star3"), preset("star4"), preset("star6")
 MULTI = [STAR3, STAR4, STAR6]
@@ -403,3 +406,68 @@ def test_chain_goal_lock_of_a_later_seat(engine: str) -> None:
     inside = _board(STAR3, {2: [g], 0: [over2]}, near=(g, over2, y))
     assert (g, y) not in ENGINES[engine](STAR3, inside, 2, 2).legal_moves()
     assert (g, y) in ENGINES[engine](unlocked, inside, 2, 2).legal_moves()
+
+
+# ---------------------------------------------------------------------------------------------
+# The terminal game and the engine protocol
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_whole_star3_game_in_the_terminal() -> None:
+    """A person as player 1 types greedy moves; two greedy computers play seats 0 and 2."""
+    out = io.StringIO()
+    greedy = GreedyPlayer(STAR3, 0)
+    typed: list[Move] = []
+
+    def replay() -> _core.State:
+        """The game the terminal showed: the computers' moves and the person's, in turn."""
+        shown = iter(line.split()[2] for line in out.getvalue().splitlines() if line.startswith("computer plays "))
+        mine, state = iter(typed), _core.State(STAR3)
+        while not state.is_terminal():
+            try:
+                move = next(mine) if state.to_move == 1 else tuple(int(c) for c in next(shown).split("-"))
+            except StopIteration:
+                break
+            state.play((move[0], move[-1]))
+        return state
+
+    def read(prompt: str) -> str:
+        state = replay()
+        assert state.to_move == 1
+        typed.append(greedy.select(state))
+        return f"{typed[-1][0]}-{typed[-1][1]}"
+
+    scores = play_terminal(STAR3, "greedy", human_side=1, seed=4, read=read, out=out)
+    text = out.getvalue()
+    assert "you play o (south-east point, player 1 of 3)" in text and "to move (2)" in text
+    assert isinstance(scores, tuple) and sum(scores) == pytest.approx(1.0)
+    assert replay().scores() == scores
+    assert any(end in text for end in ("You win!", " win (", "You share the win", "The game is a draw"))
+
+
+def test_a_person_who_resigns_scores_nothing() -> None:
+    out = io.StringIO()
+    resigned = play_terminal(STAR4, "random", human_side=2, seed=1, read=lambda p: "quit", out=out)
+    assert resigned == (1 / 3, 1 / 3, 0.0, 1 / 3)
+    with pytest.raises(ValueError, match=r"seats players 0\.\.3"):
+        play_terminal(STAR4, "random", human_side=4, read=lambda p: "quit", out=out)
+
+
+def test_the_engine_protocol_plays_six_players() -> None:
+    engine = CCPEngine(STAR6, "greedy", seed=0)
+    cells = format_compact121(STAR6, start_position(STAR6)).split()[0]
+    assert engine.handle(f"position cells {cells} player 0 ply 0") == []
+    path = engine.handle("go")[-1].split()[1].split("-")
+    first = (int(path[0]), int(path[-1]))
+    assert first in greedy_candidates(STAR6, 0, _core.State(STAR6).legal_moves())
+    state = _core.State(STAR6)
+    state.play(first)
+    reply = GreedyPlayer(STAR6, 1).select(state)
+    line = f"position cells {cells} player 0 ply 0 moves {first[0]}-{first[1]} {reply[0]}-{reply[1]}"
+    assert engine.handle(line) == []
+    assert (engine.state.to_move, engine.state.ply) == (2, 2)
+    assert engine.handle(f"position cells {cells} player 6 ply 0") == [
+        "info string error player '6' is unknown; valid: 0 or 1 or 2 or 3 or 4 or 5"
+    ]
+    three = CCPEngine(STAR3, "greedy", seed=0)
+    assert "but star3 has 3 players" in three.handle(f"position cells {cells} player 0 ply 0")[0]
