@@ -296,6 +296,10 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
     if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
         raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
+    if args.preset.players != 2:
+        raise CliError(f"--preset {args.preset.name}: a match is two players, A against B, and {args.preset.name} "
+                       f"seats {args.preset.players}; 'hopzero bench games --preset {args.preset.name}' plays one "
+                       "player in every seat")
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
         raise CliError(f"--out {args.out}: its directory does not exist")  # found before the match, not after
     progress = _Progress(enabled=not args.json)

@@ -17,6 +17,7 @@ import pytest
 from engine_helpers import scratch_hash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cli import run, run_json
 
 from ccengine import _core
 from ccengine.notation import format_compact121, parse_compact121, parse_position, start_position
@@ -524,3 +525,20 @@ def test_the_engine_protocol_plays_six_players() -> None:
     ]
     three = CCPEngine(STAR3, "greedy", seed=0)
     assert "but star3 has 3 players" in three.handle(f"position cells {cells} player 0 ply 0")[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "a match is two players"),
+        (["play", "--preset", "star3", "--side", "3"], "seats players 0..2"),
+        (["engine", "--preset", "star6", "--player", "mcts-rollout"], "searches two-player games only"),
+    ],
+)
+def test_commands_refuse_what_they_cannot_play_in_one_line(args: list[str], words: str) -> None:
+    proc = run(*args, check=False)
+    assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_perft_command_counts_three_players() -> None:
+    assert run_json("perft", "--preset", "star3", "--depth", "3") == {"preset": "star3", "perft": [14, 196, 2744]}
