@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_cli import run, run_json
 
 from ccengine import _core
+from ccengine._search import greedy_pick
 from ccengine.notation import format_compact121, parse_compact121, parse_position, start_position
 from ccengine.perft_data import STAR_START_PERFT
 from ccengine.players import GreedyPlayer, StochasticGreedyPlayer, greedy_candidates
@@ -244,6 +245,8 @@ def test_greedy_players_advance_along_their_own_axis(rules: Rules) -> None:
         assert move in greedy_candidates(rules, state.to_move, state.legal_moves())
         state.play(move)
     while not state.is_terminal():
+        # the compiled greedy rule (playouts, the search's greedy opponent) reads the same axis
+        assert greedy_pick(state, state.ply) in greedy_candidates(rules, state.to_move, state.legal_moves())
         state.play(greedy.select(state))
     assert sum(state.scores()) == pytest.approx(1.0) and state.end_reason in ("all_home", "anti_block")
 
