@@ -556,6 +556,9 @@ def play_match(
     """
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
+    if rules.players != 2:
+        raise ValueError(f"a match is two players, A against B; the {rules.name} rules seat {rules.players} "
+                         "('hopzero bench games' plays one player in every seat)")
     if random_opening < 0:
         raise ValueError(f"random_opening={random_opening} must not be negative")
     if parallel < 1:
