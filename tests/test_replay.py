@@ -6,13 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from replay_helpers import random_game_record
 
 from ccengine import Position, encoding_for, new_state, preset
 from ccengine.encoding import index_moves
 from ccengine.symmetry import reflect_planes, reflect_policy
 from learner.records import SCHEMA, GameRecord, encode_record
 from learner.replay import Backoff, MemoryReader, MemoryReplay, RatioLimiter, ReplayReader, WindowMirror
-from replay_helpers import random_game_record
 
 RULES = preset("cc49")
 ENC = encoding_for(RULES, "general")
