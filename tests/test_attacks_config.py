@@ -131,7 +131,8 @@ def test_every_field_declares_a_check_and_refuses_bad_values(path, field, tp):
         ("run.progress_every_s=0", "run.progress_every_s: must be a number >= 1, got 0"),
         ("rules.max_plies=0", "rules.max_plies: must be an integer >= 1, got 0"),
         ("evaluation.gate.min_games=60", "evaluation.gate.min_games: must be at most games (20), got 60"),
-        ("preset=nosuch", "preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, star2, small-N-k"),
+        ("preset=nosuch",
+         "preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, star2, star3, star4, star6, small-N-k"),
     ],
 )
 def test_the_attacks_bad_values_are_refused_when_the_config_loads(override, message):
@@ -157,7 +158,7 @@ def test_a_checkpointed_config_is_checked_too():
     [
         (["--set", "network.history=-2"], "hopzero train: error: network.history: must be an integer in [1, 16], got -2"),
         (["--preset", "nosuch"], "hopzero train: error: preset: unknown preset 'nosuch'; valid: cc49, paper, cc81, star2, "
-                                 "small-N-k (N 4..6, k 1, 3, 6)"),
+                                 "star3, star4, star6, small-N-k (N 4..6, k 1, 3, 6)"),
         (["--set", "rules=5"], "hopzero train: error: rules: must be a mapping, got 5"),
     ],
 )
