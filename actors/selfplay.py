@@ -134,8 +134,9 @@ class SelfPlayWorker:
     ``resign_threshold``: 0 = never resign (paper); else resign below ``-resign_threshold``.
     ``resign_playout_fraction``: share of games that never resign (false-resignation check).
     ``device``/``threads``: where the network runs (an actor: one CPU thread). ``backend``: how
-    (``learner.backends.BACKENDS``; ``auto``: ONNX Runtime on CPU). ``eval_cache``: positions the
-    evaluation cache in front of the network keeps (``ccengine.eval_cache``; 0: no cache).
+    (``learner.backends.BACKENDS``; ``auto``: ONNX Runtime in 8 bits on CPU). ``eval_cache``:
+    positions the evaluation cache in front of the network keeps (``ccengine.eval_cache``; 0: no
+    cache).
     ``uniform_until_weights``: play with uniform priors and zero values until the first
     :meth:`set_weights` (tests); otherwise :meth:`step` refuses to run without weights.
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
@@ -219,9 +220,8 @@ class SelfPlayWorker:
     # -- network ---------------------------------------------------------------------------------
 
     def _build_network(self, net_config: Any, device: str, threads: int | None, backend: str) -> Any:
-        from learner.inference import Inference
         from learner.model import PolicyValueNet
-        from learner.network_evaluator import NetworkEvaluator
+        from learner.network_evaluator import NetworkEvaluator, network_inference
 
         if net_config.in_planes != self.encoding.in_planes or net_config.policy_size != self.encoding.policy_size:
             raise ValueError(
@@ -229,7 +229,8 @@ class SelfPlayWorker:
                 f"encoding {self.encoding.name!r} with history {self.history} "
                 f"(in_planes {self.encoding.in_planes}, policy {self.encoding.policy_size})"
             )
-        inference = Inference(PolicyValueNet(net_config), backend=backend, device=device, threads=threads)
+        inference = network_inference(self.rules, self.encoding, PolicyValueNet(net_config), backend=backend,
+                                      device=device, threads=threads)
         return NetworkEvaluator(self.rules, self.encoding, inference)
 
     def set_weights(self, version: int, arrays: Mapping[str, np.ndarray]) -> None:

@@ -19,16 +19,18 @@ import numpy as np
 
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig
+from learner.dqn import DQNConfig
 from learner.logs import configure_logging
 from learner.metrics import Metrics
 from learner.model import NetworkConfig
 from learner.replay import ReplayLink
 
 from .config import SelfPlayConfig, StageOneConfig
+from .dqn import DQNWorker
 from .heuristic import HeuristicWorker
 from .selfplay import SelfPlayWorker
 
-__all__ = ["SelfPlayService"]
+__all__ = ["DQNActorService", "SelfPlayService"]
 
 log = logging.getLogger("hopzero.selfplay")
 
@@ -195,4 +197,99 @@ class SelfPlayService:
             "model_version": self.worker.model_version,
             "eval_cache_hit_rate": s["eval_cache_hit_rate"],
             "stage": 2 if self.worker.has_weights else 1,
+        }
+
+
+class DQNActorService(SelfPlayService):
+    """A DQN actor (``algo: dqn``): epsilon-greedy games (``dqn.py``) to the replay buffer.
+
+    The same service as self-play with another worker: it follows the registry's best model
+    (in a DQN run every candidate becomes the best, so that is the learner's newest published
+    network) and plays as soon as the learner says it may (before any network, at
+    ``epsilon_start``), waiting whenever the learner says the actors are ahead of it.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        index: int,
+        *,
+        rules: Rules,
+        network: NetworkConfig,
+        selfplay: SelfPlayConfig,
+        dqn: DQNConfig,
+        seed: int,
+        config_hash: str,
+        replay: ReplayLink,
+        registry: str,
+    ) -> None:
+        """``rules``: the training games' rules; ``seed``: the run's (each actor derives its own)."""
+        configure_logging()
+        import ray
+
+        self.name = name
+        self.registry = ray.get_actor(registry)
+        self.worker = DQNWorker(  # type: ignore[assignment]
+            rules, games=selfplay.games_per_actor, net_config=network.net_config(rules), encoding=network.encoding,
+            history=network.history, dqn=dqn, run_id=replay.run_id, config_hash=config_hash, actor=name,
+            seed=_actor_seed(seed, index), backend=network.backend,
+        )
+        self.heuristic = None
+        self.writer = replay.writer()
+        self.metrics = Metrics()
+        self._stop = threading.Event()
+        self._version_ref = None
+        self._rate = (time.perf_counter(), 0, 0)
+        self._positions_per_s = 0.0
+        self._paused_ref: Any = None
+        self._paused = True  # until the learner's first word (ModelRegistry.actors_paused)
+        self.waited_s = 0.0
+
+    def run(self) -> None:
+        """Play until :meth:`stop`, waiting while the learner says the actors are ahead of it;
+        every exception is logged before it ends the actor."""
+        try:
+            while not self._stop.is_set():
+                self._follow_best()
+                if self._learner_behind():
+                    time.sleep(0.05)
+                    self.waited_s += 0.05
+                    continue
+                self._send(self.worker.step(), stage="dqn")
+                self._update_dqn_rates()
+        except Exception:
+            log.exception("%s failed", self.name)
+            raise
+
+    def _learner_behind(self) -> bool:
+        """The registry's word on pacing (``ModelRegistry.actors_paused``), asked without ever
+        blocking: the last answer stands while the next is on its way."""
+        import ray
+
+        if self._paused_ref is None:
+            self._paused_ref = self.registry.actors_paused.remote()
+        ready, _ = ray.wait([self._paused_ref], timeout=0)
+        if ready:
+            self._paused = ray.get(self._paused_ref) is not False  # None: the learner has not said yet
+            self._paused_ref = None
+        return self._paused
+
+    def _update_dqn_rates(self) -> None:
+        since, _, pos0 = self._rate
+        now = time.perf_counter()
+        if now - since < 5.0:
+            return
+        positions = self.worker.stats()["positions"]
+        self._positions_per_s = (positions - pos0) / (now - since)
+        self._rate = (now, 0, positions)
+        self.metrics.set("hopzero_selfplay_model_version", self.worker.model_version, actor=self.name)
+
+    def stats(self) -> dict[str, Any]:
+        """Games, positions, rate, model version, epsilon and the training games' results."""
+        s = self.worker.stats()
+        return {
+            "games": s["games_finished"], "positions": s["positions"], "simulations": 0, "sims_per_s": 0.0,
+            "positions_per_s": self._positions_per_s, "model_version": s["model_version"], "stage": 2,
+            "epsilon": s["epsilon"], "results": [s["wins"], s["draws"], s["losses"]],
+            "waited_s": round(self.waited_s, 1),
         }

@@ -31,6 +31,8 @@ under another: the usual "graph history interaction" of a repetition rule, accep
 
 import math
 
+from ccengine.rules import RulesError
+
 cimport cython
 from libc.stdint cimport int16_t, int32_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport calloc, free
@@ -437,6 +439,11 @@ cdef class AlphaBetaSearch:
 
     def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance", weights=None):
         cdef int p, k
+        if tables.t.players != 2:
+            raise RulesError(
+                f"alphabeta searches two-player games only (negamax); the {tables.rules.name} rules seat "
+                f"{tables.t.players} players (a paranoid or best-reply search for more is not there yet)"
+            )
         if not 10 <= tt_bits <= 26:
             raise ValueError(f"tt_bits={tt_bits} must be in 10..26")
         if evaluation not in EVALUATIONS:

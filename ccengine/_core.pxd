@@ -1,7 +1,8 @@
 # C-level interface of the Cython engine, for other Cython modules (the tree search).
 #
 # Bitboards: cell i (= r * n + c on the rhombus, the star's numbering on the star) is bit
-# (i % 64) of word (i // 64). Boards up to 8 x 8 use word 0 only (the 64-bit path); 9 x 9 to
+# (i % 64) of word (i // 64); one pair of words per player (two on the rhombus, up to six on the
+# star; the bitboards of absent players stay empty). Boards up to 8 x 8 use word 0 only (the 64-bit path); 9 x 9 to
 # 11 x 11 and the 121-hole star use both words (the 128-bit path; the star by table look-up).
 # Everything here is nogil and allocation-free: a state is a small POD struct, so "undo" is a
 # struct copy and a search tree can keep states by value.
@@ -11,6 +12,7 @@ from libc.stdint cimport int16_t, int32_t, uint64_t
 cdef enum:
     MAX_CELLS = 128
     MAX_PIECES = 15
+    MAX_PLAYERS = 6       # the star seats 2, 3, 4 or 6 players
     RESULT_NONE = 2       # CState.result while the game goes on
     NO_CELL = 127         # a bit no board uses (cells <= 121): an impossible hop never matches
     MAX_MOVES = 1365      # largest Tables.max_moves of any valid Rules (n = 11, k = 15)
@@ -34,16 +36,18 @@ cdef struct Tables:
     int goal_lock_chain   # goal_lock="chain": every landing of a piece in its goal stays in it
     int repetition        # draw at this many occurrences of a position (0 = off)
     int equal_turn        # two-player equal turns (RULES.md star2 check 2)
+    int players           # 2 on the rhombus; 2, 3, 4 or 6 on the star
     int diag[MAX_CELLS]                # r - c of each cell
-    int advance[2][MAX_CELLS]          # rows a piece of player p on cell i is ahead of its home tip
+    int advance[MAX_PLAYERS][MAX_CELLS]  # rows a piece of player p on cell i is ahead of its home tip
     int start_advance[2]               # total advance of each player's pieces in the start position
-    uint64_t goal[2][2]                # goal[p][word]: the cells player p must fill
+    uint64_t goal[MAX_PLAYERS][2]      # goal[p][word]: the cells player p must fill
     uint64_t board_mask[2]             # all cells of the board
     uint64_t not_col0[2]               # cells with c > 0 (sources allowed to shift to c - 1)
     uint64_t not_collast[2]            # cells with c < n - 1
     int ray[MAX_CELLS][6][12]          # ray[i][d][j]: the cell j + 1 steps from i along d, -1 off board
-    uint64_t zobrist[2][MAX_CELLS]
-    uint64_t zobrist_side
+    uint64_t zobrist[MAX_PLAYERS][MAX_CELLS]
+    uint64_t zobrist_side              # two players: XORed in while player 1 is to move
+    uint64_t zobrist_turn[MAX_PLAYERS] # XORed in while player p is to move (0 for p = 0, zobrist_side for 1)
     # Added with the implementation (mirror hops and steps by table look-up). Directions d
     # follow rules.DIRECTIONS: odd d raise the cell index, even d lower it.
     uint64_t raymask[MAX_CELLS][6][2]  # the cells of ray[i][d] as a bitboard
@@ -53,12 +57,13 @@ cdef struct Tables:
     uint64_t hop_land[MAX_CELLS][6][2] # star: the landing two cells along d as a bitboard, 0 if none
 
 cdef struct CState:
-    uint64_t bb[2][2]     # bb[player][word]: occupancy
-    int32_t to_move
+    uint64_t bb[MAX_PLAYERS][2]  # bb[player][word]: occupancy
+    int32_t to_move       # 0 .. players - 1
     int32_t ply
     int32_t progress_ply  # ply at which either side last raised its goal_best
     int32_t goal_best[2]  # most pieces player p has had in its goal so far
-    int32_t result        # RESULT_NONE, else +1 / 0 / -1 from player 0's side
+    int32_t result        # RESULT_NONE, else two players: +1 / 0 / -1 from player 0's side; more: 0
+    int32_t winners       # three or more players, once over: bitmask of the winners (0: a draw)
     uint64_t hash         # Zobrist hash of board and side to move (not ply or progress)
 
 # Legal moves of the side to move, written as (s, e) pairs into out[0 .. 2 * count); returns
@@ -80,19 +85,25 @@ cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nog
 
 # Star: the draw by repetition after apply_move, given how often the new position occurred
 # (this time included). Sets the result to a draw when the game was going on and the count
-# reaches Tables.repetition; does nothing otherwise.
+# reaches Tables.repetition (three or more players: a draw, or the win of the players whose goal
+# is filled in this round); does nothing otherwise.
 cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil
+
+# The result of a finished game as a score vector, one entry per player into out[0 .. players):
+# the winners share 1, a draw splits it equally (RULES.md; two players: (1, 0), (0, 1) or
+# (0.5, 0.5)). Only for a state whose result is not RESULT_NONE.
+cdef void score_vector(const Tables* t, const CState* s, float* out) noexcept nogil
 
 # Leaves of the legal-move tree of `depth` plies (terminal positions are leaves).
 cdef uint64_t perft_c(const Tables* t, const CState* s, int depth) noexcept nogil
 
-# Owner of a cell: -1 empty, 0 or 1.
+# Owner of a cell: -1 empty, else the player (0 .. players - 1).
 cdef int cell_owner(const CState* s, int cell) noexcept nogil
 
-# Forward distance psi of a move for `player` (seed section 3.2).
+# Forward distance psi of a move for `player` (seed section 3.2; on the star along the player's
+# own progress axis): the gain in advance.
 cdef inline int forward_distance(const Tables* t, int player, int from_, int to) noexcept nogil:
-    cdef int d = t.diag[from_] - t.diag[to]
-    return d if player == 0 else -d
+    return t.advance[player][to] - t.advance[player][from_]
 
 cdef class RulesTables:
     # The Tables of one Rules object, shared by every State of that game.

@@ -22,13 +22,14 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int8_t, int16_t, int32_t, uint64_t
+from libc.math cimport NAN
 from libc.string cimport memcpy, memset
 
 import weakref
 
 import numpy as np
 
-from .reference import IllegalMoveError
+from .reference import IllegalMoveError, result_scores, shared_scores
 from .rules import DIRECTIONS, PASS, Rules, RulesError
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "batch_new_states",
     "batch_play",
     "batch_results",
+    "batch_scores",
     "tables_for",
 ]
 
@@ -259,6 +261,15 @@ cdef inline int _emit(int16_t* out, int count, int cell, bits_t dests) noexcept 
 # (hop_land). The closure is a breadth-first fill over the frontier's cells.
 
 
+cdef inline cc_u128 _star_occupied(const Tables* t, const CState* s) noexcept nogil:
+    """Every piece on the star, of any player."""
+    cdef cc_u128 occupied = cc_join(s.bb[0][0] | s.bb[1][0], s.bb[0][1] | s.bb[1][1])
+    cdef int p
+    for p in range(2, t.players):
+        occupied |= cc_join(s.bb[p][0], s.bb[p][1])
+    return occupied
+
+
 cdef inline cc_u128 _star_landings(const Tables* t, int x, cc_u128 others) noexcept nogil:
     """Landings of one hop from ``x``, whatever is on them: the directions with a piece next to x."""
     cdef cc_u128 landings = 0
@@ -300,7 +311,7 @@ cdef inline cc_u128 _star_destinations(const Tables* t, int cell, int player, cc
 cdef int _generate_star(const Tables* t, const CState* s, int16_t* out) noexcept nogil:
     """generate_moves on the star (no pass: an empty list ends the game)."""
     cdef cc_u128 own = cc_join(s.bb[s.to_move][0], s.bb[s.to_move][1])
-    cdef cc_u128 occupied = own | cc_join(s.bb[1 - s.to_move][0], s.bb[1 - s.to_move][1])
+    cdef cc_u128 occupied = _star_occupied(t, s)
     cdef int count = 0, cell
     while own:
         cell = cc_ctz128(own)
@@ -367,7 +378,7 @@ cdef void piece_destinations(const Tables* t, const CState* s, int cell, uint64_
     cdef cc_u128 occupied
     if t.star:
         player = cell_owner(s, cell)
-        occupied = cc_join(s.bb[0][0] | s.bb[1][0], s.bb[0][1] | s.bb[1][1])
+        occupied = _star_occupied(t, s)
         _store[cc_u128](_star_destinations(t, cell, player if player >= 0 else s.to_move, occupied), dest)
     elif t.nwords == 1:
         _piece_destinations[uint64_t](t, s, cell, dest, 0)
@@ -413,12 +424,15 @@ cdef bint is_legal_move(const Tables* t, const CState* s, int from_, int to) noe
 
 cdef int cell_owner(const CState* s, int cell) noexcept nogil:
     """-1 for an empty cell, else the player whose piece stands there."""
-    cdef int word = cell >> 6
+    cdef int word = cell >> 6, p
     cdef uint64_t bit = (<uint64_t>1) << (cell & 63)
     if s.bb[0][word] & bit:
         return 0
     if s.bb[1][word] & bit:
         return 1
+    for p in range(2, MAX_PLAYERS):   # absent players' bitboards are empty
+        if s.bb[p][word] & bit:
+            return p
     return -1
 
 
@@ -547,10 +561,61 @@ cdef int _star_end(const Tables* t, const CState* s) noexcept nogil:
     return RESULT_NONE
 
 
+# ---------------------------------------------------------------------------------------------
+# Three or more players (RULES.md "Three, four and six players"; docs/RULES.md's decisions):
+# the players whose goal is filled at the end of a round share the win; the draws (repetition,
+# move limit, no legal move) split it, unless a goal is already filled in the round they cut.
+# ---------------------------------------------------------------------------------------------
+
+
+cdef inline int _filled_mask(const Tables* t, const CState* s) noexcept nogil:
+    """The players whose goal is filled, as a bitmask: all their pieces home, or anti-block
+    (the goal full, with at least one own piece, when ``win_rule`` is filled)."""
+    cdef cc_u128 occupied = _star_occupied(t, s), goal, own
+    cdef int p, mask = 0
+    for p in range(t.players):
+        goal = cc_join(t.goal[p][0], t.goal[p][1])
+        own = cc_join(s.bb[p][0], s.bb[p][1]) & goal
+        if own == goal or (not t.win_all_own and own != 0 and (goal & ~occupied) == 0):
+            mask |= 1 << p
+    return mask
+
+
+cdef void _judge_multi(const Tables* t, CState* s) noexcept nogil:
+    """The end of the game after a move (or of a given position), but for the repetition
+    (star_repetition_draw): s.result 0 and s.winners when over, else RESULT_NONE."""
+    cdef int filled = _filled_mask(t, s)
+    s.winners = 0
+    if (filled and s.to_move == 0) or s.ply >= t.max_plies or not _has_move(t, s):
+        s.result = 0
+        s.winners = filled
+    else:
+        s.result = RESULT_NONE
+
+
+cdef void score_vector(const Tables* t, const CState* s, float* out) noexcept nogil:
+    """The finished game's scores into out[0 .. players) (see _core.pxd)."""
+    cdef int p, winners = s.winners, count = 0
+    if t.players == 2:
+        winners = 1 if s.result == 1 else 2 if s.result == -1 else 0
+    for p in range(t.players):
+        count += (winners >> p) & 1
+    for p in range(t.players):
+        if count == 0:
+            out[p] = 1.0 / t.players
+        else:
+            out[p] = (1.0 / count) if (winners >> p) & 1 else 0.0
+
+
 cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil:
     """Check 5 after apply_move: a draw at the repetition-th occurrence (see _core.pxd). It comes
     before check 6, so it also overrides a move-limit result that distance adjudication gave."""
     if not t.repetition or occurrences < t.repetition:
+        return
+    if t.players != 2:
+        if s.result == RESULT_NONE:
+            s.result = 0
+            s.winners = _filled_mask(t, s)
         return
     if s.result == RESULT_NONE or (t.adjudicate and s.ply >= t.max_plies and _star_goal_end(t, s) == RESULT_NONE):
         s.result = 0
@@ -558,14 +623,21 @@ cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noex
 
 cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil:
     """Play (from_, to) for the side to move; the end-of-game checks follow reference.py."""
-    cdef int mover = s.to_move, count, winner
+    cdef int mover = s.to_move, count, winner, after
     if from_ >= 0:
         s.bb[mover][from_ >> 6] &= ~((<uint64_t>1) << (from_ & 63))
         s.bb[mover][to >> 6] |= (<uint64_t>1) << (to & 63)
         s.hash ^= t.zobrist[mover][from_] ^ t.zobrist[mover][to]
     s.ply += 1
-    s.to_move = 1 - mover
-    s.hash ^= t.zobrist_side
+    if t.players == 2:
+        s.to_move = 1 - mover
+        s.hash ^= t.zobrist_side
+    else:
+        after = mover + 1 if mover + 1 < t.players else 0
+        s.to_move = after
+        s.hash ^= t.zobrist_turn[mover] ^ t.zobrist_turn[after]
+        _judge_multi(t, s)
+        return
     if t.star:
         s.result = _star_end(t, s)
         return
@@ -584,10 +656,10 @@ cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nog
 
 cdef uint64_t _hash_from_scratch(const Tables* t, const CState* s) noexcept nogil:
     """The Zobrist hash of board and side to move, recomputed from the bitboards."""
-    cdef uint64_t h = t.zobrist_side if s.to_move == 1 else 0
+    cdef uint64_t h = t.zobrist_turn[s.to_move]
     cdef uint64_t w
     cdef int player, word
-    for player in range(2):
+    for player in range(t.players):
         for word in range(2):
             w = s.bb[player][word]
             while w:
@@ -657,6 +729,7 @@ cdef _fill_options(Tables* t, rules):
     t.star = rules.is_star
     t.repetition = rules.repetition
     t.equal_turn = rules.equal_turn
+    t.players = rules.players
     t.adjudicate = rules.adjudicate == "distance"
     t.distance_margin = rules.distance_margin
     t.progress_limit = rules.progress_limit
@@ -665,23 +738,25 @@ cdef _fill_options(Tables* t, rules):
 cdef _fill_star_geometry(Tables* t, rules):
     """The star's hop tables, neighbours, goals and advance tables from its ``StarGeometry``.
 
-    ``diag`` holds ``-r``, so that ``forward_distance`` is the gain along each two-player
-    seat's axis (``r`` for player 0, ``-r`` for player 1), as for ``r - c`` on the rhombus.
+    ``diag`` holds ``-r`` (the rhombus's ``r - c`` counterpart, read by nothing that plays the
+    star); ``advance[p]`` is each player's own progress axis, so ``forward_distance`` is the
+    gain along it (RULES.md "Geometry and numbering").
     """
     cdef int i, d, p
     geo = rules.geometry
-    assert geo.players == 2 and t.cells <= NO_CELL
+    assert geo.players == t.players <= MAX_PLAYERS and t.cells <= NO_CELL
     for i in range(t.cells):
         t.diag[i] = -geo.coords[i][1]
-        for p in range(2):
+        for p in range(t.players):
             t.advance[p][i] = geo.advance(p, i)
         for d in range(6):
             over, land = geo.offset(i, d, 1), geo.offset(i, d, 2)
             t.hop_over[i][d] = over if land >= 0 else NO_CELL
             _set_mask(t.hop_land[i][d], [land] if land >= 0 else [])
         _set_mask(t.nbr[i], [c for c in geo.step[i] if c >= 0])
-    for p in range(2):
-        t.start_advance[p] = sum(geo.advance(p, i) for i in geo.home[p])
+    for p in range(t.players):
+        if p < 2:   # distance adjudication, a two-player rule
+            t.start_advance[p] = sum(geo.advance(p, i) for i in geo.home[p])
         _set_mask(t.goal[p], geo.goal(p))
     _set_mask(t.board_mask, range(t.cells))
 
@@ -724,13 +799,23 @@ cdef _fill_geometry(Tables* t, rules):
 
 
 cdef _fill_zobrist(Tables* t):
-    """Zobrist keys for every (player, cell) and the side to move, from ZOBRIST_SEED."""
+    """Zobrist keys for every (player, cell) and the side to move, from ZOBRIST_SEED.
+
+    Players 0 and 1 and the two-player side key come first, as before there were more players,
+    so two-player hashes did not change; the keys of players 2-5 follow.
+    """
     cdef uint64_t seed = ZOBRIST_SEED
     cdef int p, i
     for p in range(2):
         for i in range(MAX_CELLS):
             t.zobrist[p][i] = _splitmix64(&seed)
     t.zobrist_side = _splitmix64(&seed)
+    t.zobrist_turn[0] = 0
+    t.zobrist_turn[1] = t.zobrist_side
+    for p in range(2, MAX_PLAYERS):
+        for i in range(MAX_CELLS):
+            t.zobrist[p][i] = _splitmix64(&seed)
+        t.zobrist_turn[p] = _splitmix64(&seed)
 
 
 cdef class RulesTables:
@@ -743,12 +828,6 @@ cdef class RulesTables:
     def __init__(self, rules):
         if not isinstance(rules, Rules):
             raise TypeError(f"RulesTables needs a ccengine.rules.Rules, got {type(rules).__name__}")
-        if rules.is_star and rules.players != 2:
-            # Every compiled State, batch call and search builds its tables here: one refusal.
-            raise RulesError(
-                f"the compiled engine plays the two-player star only, not players={rules.players} "
-                f"({rules.name}); use engine 'reference'"
-            )
         self.rules = rules
         memset(&self.t, 0, sizeof(Tables))
         _fill_options(&self.t, rules)
@@ -781,14 +860,28 @@ cdef class RulesTables:
         return self.t.max_moves
 
     @property
+    def players(self) -> int:
+        """Number of players: 2 on the rhombus; 2, 3, 4 or 6 on the star."""
+        return self.t.players
+
+    @property
     def zobrist_side(self) -> int:
-        """The key XORed into the hash when player 1 is to move."""
+        """The key XORed into the hash when player 1 is to move (``zobrist_turn(1)``)."""
         return self.t.zobrist_side
+
+    def zobrist_turn(self, int player) -> int:
+        """The key XORed into the hash while ``player`` is to move (0 for player 0)."""
+        if not 0 <= player < self.t.players:
+            raise ValueError(f"zobrist_turn({player}): player must be in 0..{self.t.players - 1}")
+        return self.t.zobrist_turn[player]
 
     def zobrist(self, int player, int cell) -> int:
         """The Zobrist key of a piece of ``player`` on ``cell``."""
-        if not (0 <= player <= 1 and 0 <= cell < self.t.cells):
-            raise ValueError(f"zobrist({player}, {cell}): player must be 0/1 and cell in 0..{self.t.cells - 1}")
+        if not (0 <= player < self.t.players and 0 <= cell < self.t.cells):
+            raise ValueError(
+                f"zobrist({player}, {cell}): player must be in 0..{self.t.players - 1} "
+                f"and cell in 0..{self.t.cells - 1}"
+            )
         return self.t.zobrist[player][cell]
 
     def __repr__(self) -> str:
@@ -837,8 +930,12 @@ cdef inline void _init_end_state(const Tables* t, CState* s) noexcept nogil:
     s.goal_best[1] = _goal_count(t, s, 1)
     s.progress_ply = s.ply
     s.result = RESULT_NONE
+    s.winners = 0
     s.hash = _hash_from_scratch(t, s)
     # A given position is judged as if the player not to move had just moved.
+    if t.players != 2:
+        _judge_multi(t, s)             # seen once: no repetition yet
+        return
     if t.star:
         s.result = _star_end(t, s)     # seen once: no repetition yet
         return
@@ -852,19 +949,24 @@ cdef inline void _init_end_state(const Tables* t, CState* s) noexcept nogil:
 cdef str _board_error(const Tables* t, const CState* s, object to_move, object ply):
     """Why a freshly read position is invalid, or None."""
     cdef int p
-    for p in range(2):
+    for p in range(t.players):
         if _popcount2(s.bb[p]) != t.k:
             return (f"board holds {_popcount2(s.bb[p])} pieces of player {p}, "
                     f"the rules need exactly {t.k}")
-    if to_move not in (0, 1):
-        return f"to_move={to_move!r} must be 0 or 1"
+    if not 0 <= to_move < t.players:
+        return f"to_move={to_move!r} must be a player, 0..{t.players - 1}"
     if ply < 0:
         return f"ply={ply!r} must not be negative"
     return None
 
 
+cdef str _owners(const Tables* t):
+    """The valid cell values, for error messages: ``-1 (empty), 0, 1`` and so on."""
+    return "-1 (empty), " + ", ".join(str(p) for p in range(t.players))
+
+
 cdef int _read_board(const Tables* t, CState* s, object board) except -1:
-    """Set s.bb from a sequence or array of -1/0/1 per cell."""
+    """Set s.bb from a sequence or array of -1 (empty) or a player (0 .. players - 1) per cell."""
     cdef int i, v
     cdef const int8_t[::1] view
     memset(s.bb, 0, sizeof(s.bb))
@@ -874,19 +976,19 @@ cdef int _read_board(const Tables* t, CState* s, object board) except -1:
         view = np.ascontiguousarray(board)
         for i in range(t.cells):
             v = view[i]
-            if v < -1 or v > 1:
-                raise ValueError(f"board cell {i} holds {v}; valid: -1 (empty), 0, 1")
+            if v < -1 or v >= t.players:
+                raise ValueError(f"board cell {i} holds {v}; valid: {_owners(t)}")
             if v >= 0:
                 s.bb[v][i >> 6] |= (<uint64_t>1) << (i & 63)
         return 0
     for i, value in enumerate(board):
         if value == -1:
             continue
-        if value == 0 or value == 1:
+        if value in range(t.players):
             v = value
             s.bb[v][i >> 6] |= (<uint64_t>1) << (i & 63)
         else:
-            raise ValueError(f"board cell {i} holds {value!r}; valid: -1 (empty), 0, 1")
+            raise ValueError(f"board cell {i} holds {value!r}; valid: {_owners(t)}")
     return 0
 
 
@@ -950,8 +1052,18 @@ cdef str _end_reason(State state):
     """
     cdef const Tables* t = &state.tables.t
     cdef const CState* s = &state.s
+    cdef int p
     if s.result == RESULT_NONE:
         return None
+    if t.players != 2:
+        if s.winners:
+            for p in range(t.players):
+                if (s.winners >> p) & 1 and not _all_home(t, s, p):
+                    return "anti_block"
+            return "all_home"
+        if t.repetition and _occurrences(state) >= t.repetition:
+            return "repetition"
+        return "max_plies" if s.ply >= t.max_plies else "no_move"
     if not t.star:
         if _winner_after(t, s, 1 - s.to_move) >= 0:
             return "goal"
@@ -979,8 +1091,8 @@ cdef class State:
     """A game in progress, with the interface of ``ccengine.reference.ReferenceState``.
 
     ``State(rules, board=None, to_move=0, ply=0)``: ``rules`` is a ``Rules`` or a
-    ``RulesTables``; ``board`` a sequence (or int8 numpy array) of -1/0/1 per cell with exactly
-    k pieces per player, the start position when None. A given position is judged as if the
+    ``RulesTables``; ``board`` a sequence (or int8 numpy array) of -1 (empty) or the player
+    (0 .. players - 1) per cell with exactly k pieces per player, the start position when None. A given position is judged as if the
     player not to move had just moved.
     """
 
@@ -1009,19 +1121,24 @@ cdef class State:
 
     @property
     def board(self) -> tuple:
-        """Who occupies each cell: a tuple of -1 (empty), 0, 1."""
+        """Who occupies each cell: a tuple of -1 (empty) or the player."""
         cdef int i
         return tuple([cell_owner(&self.s, i) for i in range(self.tables.t.cells)])
 
     def board_array(self, int8_t[::1] out) -> None:
-        """Write the board into ``out`` (int8, shape (cells,)): -1 empty, 0, 1 per cell."""
+        """Write the board into ``out`` (int8, shape (cells,)): -1 empty, else the player, per cell."""
         if out.shape[0] != self.tables.t.cells:
             raise ValueError(f"out has shape ({out.shape[0]},), needs ({self.tables.t.cells},)")
         _write_board(&self.tables.t, &self.s, &out[0])
 
     @property
+    def players(self) -> int:
+        """The number of players."""
+        return self.tables.t.players
+
+    @property
     def to_move(self) -> int:
-        """The player to move, 0 or 1."""
+        """The player to move, 0 .. players - 1."""
         return self.s.to_move
 
     @property
@@ -1103,8 +1220,25 @@ cdef class State:
         return _occurrences(self)
 
     def result(self):
-        """``+1 / 0 / -1`` from player 0's side once the game is over, else None."""
+        """``+1 / 0 / -1`` from player 0's side once the game is over, else None (two players only;
+        :meth:`scores` is the result of any number of players)."""
+        if self.tables.t.players != 2:
+            raise ValueError(
+                f"result() is the two-player +1/0/-1; a game of {self.tables.t.players} players "
+                "has scores() (one entry per player)"
+            )
         return None if self.s.result == RESULT_NONE else self.s.result
+
+    def scores(self):
+        """The result as a vector, one entry per player summing to 1 (the winners share 1, a draw
+        splits it equally), once the game is over; None while it goes on. The same floats as
+        ``ReferenceState.scores``."""
+        if self.s.result == RESULT_NONE:
+            return None
+        if self.tables.t.players == 2:
+            return result_scores(self.s.result)
+        return shared_scores([p for p in range(self.tables.t.players) if (self.s.winners >> p) & 1],
+                             self.tables.t.players)
 
     def copy(self) -> State:
         """An independent copy (history included)."""
@@ -1185,9 +1319,16 @@ cdef inline tuple _move_cells(object move):
 
 
 cdef void _write_board(const Tables* t, const CState* s, int8_t* out) noexcept nogil:
-    cdef int i
-    for i in range(t.cells):
-        out[i] = <int8_t>cell_owner(s, i)
+    """Each cell's owner into out[0 .. cells): every cell empty, then each player's pieces."""
+    cdef int p, word
+    cdef uint64_t w
+    memset(out, -1, t.cells)
+    for p in range(t.players):
+        for word in range(t.nwords):
+            w = s.bb[p][word]
+            while w:
+                out[64 * word + cc_ctz64(w)] = <int8_t>p
+                w &= w - 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1247,16 +1388,44 @@ def batch_play(states, const int16_t[:, ::1] moves) -> None:
 
 
 def batch_results(states, int8_t[::1] out) -> None:
-    """Write each state's result into ``out`` (int8, shape (G,)): +1/0/-1, or RESULT_NONE (2)."""
+    """Write each state's result into ``out`` (int8, shape (G,)): +1/0/-1, or RESULT_NONE (2).
+
+    Two-player games only (a ``ValueError`` otherwise): ``batch_scores`` serves any number.
+    """
     cdef list batch = _as_list(states)
     cdef Py_ssize_t g
+    cdef State state
     _check_batch(batch, out.shape[0], "out")
     for g in range(len(batch)):
-        out[g] = <int8_t>(<State?>batch[g]).s.result
+        state = <State?>batch[g]
+        if state.tables.t.players != 2:
+            raise ValueError(f"batch_results row {g}: a game of {state.tables.t.players} players has "
+                             "no +1/0/-1 result; use batch_scores")
+        out[g] = <int8_t>state.s.result
+
+
+def batch_scores(states, float[:, ::1] out) -> None:
+    """Write each state's score vector into ``out`` (float32, shape (G, P), P the number of
+    players, every state of the same P): row g sums to 1 once game g is over (the winners share
+    1, a draw splits it equally) and is all NaN while it goes on."""
+    cdef list batch = _as_list(states)
+    cdef Py_ssize_t g
+    cdef int p
+    cdef State state
+    _check_batch(batch, out.shape[0], "out")
+    for g in range(len(batch)):
+        state = <State?>batch[g]
+        if out.shape[1] != state.tables.t.players:
+            raise ValueError(f"out has {out.shape[1]} columns, row {g}'s game has {state.tables.t.players} players")
+        if state.s.result == RESULT_NONE:
+            for p in range(state.tables.t.players):
+                out[g, p] = NAN
+        else:
+            score_vector(&state.tables.t, &state.s, &out[g, 0])
 
 
 def batch_boards(states, int8_t[:, ::1] out) -> None:
-    """Write each state's board into ``out`` (int8, shape (G, cells)): -1 empty, 0, 1."""
+    """Write each state's board into ``out`` (int8, shape (G, cells)): -1 empty, else the player."""
     cdef list batch = _as_list(states)
     cdef Py_ssize_t g
     cdef State state
@@ -1269,7 +1438,7 @@ def batch_boards(states, int8_t[:, ::1] out) -> None:
 
 
 def batch_new_states(rules, const int8_t[:, ::1] boards, to_move=None, ply=None) -> list:
-    """States from many positions: ``boards`` int8, shape (G, cells), -1/0/1 per cell;
+    """States from many positions: ``boards`` int8, shape (G, cells), -1 (empty) or the player per cell;
     ``to_move`` and ``ply``: integer arrays of shape (G,) (default all 0).
     """
     cdef RulesTables tables = tables_for(rules)
@@ -1292,8 +1461,8 @@ def batch_new_states(rules, const int8_t[:, ::1] boards, to_move=None, ply=None)
         memset(state.s.bb, 0, sizeof(state.s.bb))
         for i in range(t.cells):
             v = boards[g, i]
-            if v < -1 or v > 1:
-                raise ValueError(f"boards[{g}, {i}] = {v}; valid: -1 (empty), 0, 1")
+            if v < -1 or v >= t.players:
+                raise ValueError(f"boards[{g}, {i}] = {v}; valid: {_owners(t)}")
             if v >= 0:
                 state.s.bb[v][i >> 6] |= (<uint64_t>1) << (i & 63)
         error = _board_error(t, &state.s, side_view[g], ply_view[g])

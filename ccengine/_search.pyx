@@ -48,6 +48,8 @@ from cpython.bytes cimport PyBytes_AS_STRING
 
 import numpy as np
 
+from ccengine.rules import RulesError
+
 cimport numpy as cnp
 
 cnp.import_array()
@@ -533,6 +535,7 @@ cdef class SearchForest:
         cdef int g
         if self.trees != NULL:
             raise RuntimeError("SearchForest.__init__ called twice")
+        _two_players(tables, "SearchForest")
         if num_games < 1:
             raise ValueError(f"num_games={num_games} must be at least 1")
         if not 1 <= history <= _MAX_HISTORY:
@@ -1407,6 +1410,17 @@ cdef class SearchForest:
         return True
 
 
+cdef int _two_players(RulesTables tables, str what) except -1:
+    """Refuse rules of more than two players: this search backs up one scalar value per node
+    (the mover's), which is not yet the vector of a game of three or more (max-n)."""
+    if tables.t.players != 2:
+        raise RulesError(
+            f"{what} searches two-player games only (one scalar value per node); the {tables.rules.name} "
+            f"rules seat {tables.t.players} players (the max-n search of issue 16 is not there yet)"
+        )
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Rollout evaluator
 # ---------------------------------------------------------------------------------------------
@@ -1414,13 +1428,13 @@ cdef class SearchForest:
 
 cdef int _greedy_pick(const Tables* t, const CState* s, const int16_t* moves, int cnt, uint64_t* rng) noexcept nogil:
     """Deterministic greedy (RULES.md): largest forward distance; among ties, the least advanced
-    start cell (player 0: largest r - c, player 1: smallest); uniform among what is left."""
+    start cell (along the mover's own progress axis); uniform among what is left."""
     cdef int p = s.to_move, i, psi, key, best_psi = -1000000, best_key = -1000000, ties = 0, pick = 0
     if cnt == 1 or moves[0] < 0:
         return 0
     for i in range(cnt):
         psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
-        key = t.diag[moves[2 * i]] if p == 0 else -t.diag[moves[2 * i]]
+        key = -t.advance[p][moves[2 * i]]
         if psi > best_psi or (psi == best_psi and key > best_key):
             best_psi = psi
             best_key = key
@@ -1566,6 +1580,7 @@ cdef class RolloutEvaluator:
     def __init__(self, RulesTables tables not None, *, str policy="greedy", double epsilon=0.1,
                  double temperature=1.0, int rollouts=1, bint decisive=False, int max_plies=0,
                  str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
+        _two_players(tables, "RolloutEvaluator")
         if policy not in _ROLLOUT_POLICIES:
             raise ValueError(f"policy={policy!r}; valid: {sorted(_ROLLOUT_POLICIES)}")
         if cap_value not in ("draw", "advance"):

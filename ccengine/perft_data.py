@@ -26,10 +26,13 @@ START_PERFT: dict[str, tuple[int, ...]] = {
 }
 
 #: perft(d) of the star's start (RULES.md "The 121-hole star"), from the pure-Python reference,
-#: and the compiled engine agrees (tests/test_star_core.py). Up to depth 7 no star2 rule can act (no
-#: piece reaches a goal, no position occurs a third time), so these are also the numbers under
-#: OpenSpiel's rules, and OpenSpiel's ``chinese_checkers`` agrees with every one of them
-#: (tests/test_star_openspiel.py).
+#: and the compiled engine agrees (tests/test_star_core.py, tests/test_star_multi.py). So early no
+#: rule of the presets can act (no piece reaches a goal, no position occurs a third time), so these
+#: are also the numbers under OpenSpiel's rules, and OpenSpiel's ``chinese_checkers`` agrees with
+#: them (tests/test_star_openspiel.py: depths 1-4 for two players, 1-3 for three, four and six).
 STAR_START_PERFT: dict[str, tuple[int, ...]] = {
     "star2": (14, 196, 4760, 115600),
+    "star3": (14, 196, 2744, 66640),
+    "star4": (14, 199, 2786, 39601),
+    "star6": (14, 199, 2828, 40189),
 }

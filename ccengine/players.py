@@ -12,7 +12,7 @@ follow RULES.md "Forward distance and the greedy players" (seed section 3.2):
 A SPEC is ``name`` or ``name:key=value,key=value`` (e.g. ``mcts:model=best.pt,sims=200``).
 Other modules add players with :func:`register_player` when they are imported: the search
 module ``mcts-rollout`` (``ccengine`` imports it), ``learner.network_player`` the network player
-``mcts`` (the rooms above import it).
+``mcts`` and ``learner.dqn_player`` the DQN player ``dqn`` (the rooms above import them).
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 It is the test oracle for the Cython engine (``ccengine._core``), so clarity wins over speed
 everywhere here. Both engines expose the same ``State`` interface: ``board``, ``to_move``,
-``ply``, ``legal_moves()``, ``play(move)``, ``undo()``, ``is_terminal()``, ``result()``.
+``ply``, ``legal_moves()``, ``play(move)``, ``undo()``, ``is_terminal()``, ``result()`` (two
+players), ``scores()`` and ``end_reason`` (any number of players).
 
-It plays the rhombus and the 121-hole star (``board="star"``, preset ``star2``): the move rules
-are written once over a board geometry; the star's end of the game is its own function,
-:func:`star_end`, in the order RULES.md gives.
+It plays the rhombus and the 121-hole star (``board="star"``, presets ``star2``, ``star3``,
+``star4``, ``star6``): the move rules are written once over a board geometry; the star's end of
+the game is its own function, :func:`star_end` for two players and :func:`star_end_multi` for
+three or more, in the order RULES.md gives.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ __all__ = [
     "move_path",
     "perft",
     "piece_destinations",
+    "result_scores",
+    "shared_scores",
     "star_end",
+    "star_end_multi",
 ]
 
 Move = tuple[int, int]
@@ -227,6 +232,61 @@ def _finishes_at_once(rules: Rules, board: tuple[int, ...] | list[int], player: 
     return False
 
 
+def shared_scores(winners: list[int] | tuple[int, ...], players: int) -> tuple[float, ...]:
+    """The score vector of a finished game: the ``winners`` share 1, or all share it (a draw) when
+    there are none."""
+    if not winners:
+        return (1.0 / players,) * players
+    return tuple(1.0 / len(winners) if p in winners else 0.0 for p in range(players))
+
+
+def result_scores(result: int) -> tuple[float, float]:
+    """The two-player result ``+1 / 0 / -1`` (player 0's side) as a score vector."""
+    return (1.0, 0.0) if result > 0 else (0.0, 1.0) if result < 0 else (0.5, 0.5)
+
+
+def _filled(rules: Rules, board: tuple[int, ...] | list[int], player: int) -> bool:
+    """Whether ``player`` has filled its goal: all its pieces home, or anti-block (``win_rule`` filled)."""
+    geo = rules.geometry
+    return _all_home(geo, board, player) or (rules.win_rule == "filled" and _goal_blocked(geo, board, player))
+
+
+def star_end_multi(
+    rules: Rules, board: tuple[int, ...] | list[int], to_move: int, ply: int, occurrences: int
+) -> tuple[tuple[float, ...], str] | None:
+    """The end of a star game of three or more players after a move: ``(scores, reason)``, or None.
+
+    RULES.md "Three, four and six players", with docs/RULES.md's decisions where it is silent:
+
+    - at the end of a round (player 0 is to move: the last seat has just moved), the players whose
+      goal is filled (all pieces home, or anti-block) share the win; ``reason`` is ``anti_block``
+      when a winner's goal holds another player's piece, else ``all_home``;
+    - otherwise the draws, in star2's order: the ``repetition``-th occurrence of the position
+      (``occurrences`` counts this one), ``max_plies``, the side to move has no legal move (the
+      star has no pass); each splits 1 equally and names itself as the reason;
+    - unless a goal is already filled in this round when one of them strikes: the round cannot be
+      finished, and the players with a filled goal share the win as if it had.
+    """
+    players = rules.geometry.players
+    filled = [p for p in range(players) if _filled(rules, board, p)]
+
+    def win() -> tuple[tuple[float, ...], str]:
+        blocked = any(not _all_home(rules.geometry, board, p) for p in filled)
+        return shared_scores(filled, players), "anti_block" if blocked else "all_home"
+
+    if filled and to_move == 0:
+        return win()
+    if rules.repetition and occurrences >= rules.repetition:
+        reason = "repetition"
+    elif ply >= rules.max_plies:
+        reason = "max_plies"
+    elif not legal_moves(rules, board, to_move):
+        reason = "no_move"
+    else:
+        return None
+    return win() if filled else (shared_scores((), players), reason)
+
+
 def star_end(
     rules: Rules, board: tuple[int, ...] | list[int], to_move: int, ply: int, occurrences: int
 ) -> tuple[int, str] | None:
@@ -276,6 +336,7 @@ class _Snapshot:
     goal_best: tuple[int, int]
     progress_ply: int
     result: int | None
+    scores: tuple[float, ...] | None
     reason: str | None
 
 
@@ -292,7 +353,7 @@ class ReferenceState:
     in this game when ``rules.repetition`` is on (else it stays empty): the repetition rule's
     history. A state built from a position starts all of them from that position (seen once).
     ``end_reason`` names why a finished game ended (``goal``, ``max_plies``, ``progress_limit`` on
-    the rhombus; :func:`star_end`'s reasons on the star).
+    the rhombus; :func:`star_end`'s and :func:`star_end_multi`'s reasons on the star).
     """
 
     def __init__(self, rules: Rules, board: tuple[int, ...] | list[int] | None = None, to_move: int = 0, ply: int = 0):
@@ -303,7 +364,8 @@ class ReferenceState:
         self.ply = ply
         self.goal_best = (_goal_count(geo, self.board, 0), _goal_count(geo, self.board, 1))
         self.progress_ply = ply
-        self._result: int | None = None
+        self._result: int | None = None  # two players: +1 / 0 / -1
+        self._scores: tuple[float, ...] | None = None
         self.end_reason: str | None = None
         self._history: list[_Snapshot] = []
         self.seen: Counter[PositionKey] = Counter()
@@ -314,9 +376,9 @@ class ReferenceState:
             return
         won = winner_after_move(rules, self.board, 1 - to_move)
         if won is not None:
-            self._result, self.end_reason = (1 if won == 0 else -1), "goal"
+            self._end(1 if won == 0 else -1, "goal")
         elif ply >= rules.max_plies:
-            self._result, self.end_reason = adjudicate(rules, self.board), "max_plies"
+            self._end(adjudicate(rules, self.board), "max_plies")
 
     def copy(self) -> ReferenceState:
         """An independent copy (history included)."""
@@ -332,17 +394,41 @@ class ReferenceState:
 
     def legal_moves(self) -> list[Move]:
         """Legal moves sorted by ``(s, e)``; ``[PASS]`` when none; ``[]`` once the game is over."""
-        if self._result is not None:
+        if self._scores is not None:
             return []
         return legal_moves(self.rules, self.board, self.to_move)
 
     def is_terminal(self) -> bool:
         """Whether the game is over."""
-        return self._result is not None
+        return self._scores is not None
+
+    @property
+    def players(self) -> int:
+        """The number of players."""
+        return self.rules.geometry.players
 
     def result(self) -> int | None:
-        """``+1 / 0 / -1`` from player 0's side once the game is over, else None."""
+        """``+1 / 0 / -1`` from player 0's side once the game is over, else None (two players only;
+        :meth:`scores` is the result of any number of players)."""
+        if self.rules.geometry.players != 2:
+            raise ValueError(
+                f"result() is the two-player +1/0/-1; a game of {self.rules.geometry.players} players "
+                "has scores() (one entry per player)"
+            )
         return self._result
+
+    def scores(self) -> tuple[float, ...] | None:
+        """The result as a vector, one entry per player summing to 1 (the winners share 1, a draw
+        splits it equally), once the game is over; None while it goes on."""
+        return self._scores
+
+    def _end(self, result: int | tuple[float, ...], reason: str) -> None:
+        """End the game: a two-player result (+1 / 0 / -1) or a score vector, and its reason."""
+        if isinstance(result, tuple):
+            self._scores = result
+        else:
+            self._result, self._scores = result, result_scores(result)
+        self.end_reason = reason
 
     def play(self, move: Move) -> None:
         """Play a legal move (or ``PASS`` when it is the only one); raises ``IllegalMoveError``."""
@@ -351,7 +437,14 @@ class ReferenceState:
             raise IllegalMoveError(f"move {list(move)} is not legal for player {self.to_move} here")
         self._history.append(
             _Snapshot(
-                self.board, self.to_move, self.ply, self.goal_best, self.progress_ply, self._result, self.end_reason
+                self.board,
+                self.to_move,
+                self.ply,
+                self.goal_best,
+                self.progress_ply,
+                self._result,
+                self._scores,
+                self.end_reason,
             )
         )
         mover = self.to_move
@@ -374,11 +467,11 @@ class ReferenceState:
             self.progress_ply = self.ply
         won = winner_after_move(self.rules, self.board, mover)
         if won is not None:
-            self._result, self.end_reason = (1 if won == 0 else -1), "goal"
+            self._end(1 if won == 0 else -1, "goal")
         elif self.ply >= self.rules.max_plies:
-            self._result, self.end_reason = adjudicate(self.rules, self.board), "max_plies"
+            self._end(adjudicate(self.rules, self.board), "max_plies")
         elif self.rules.progress_limit and self.ply - self.progress_ply >= self.rules.progress_limit:
-            self._result, self.end_reason = adjudicate(self.rules, self.board), "progress_limit"
+            self._end(adjudicate(self.rules, self.board), "progress_limit")
 
     def undo(self) -> None:
         """Take back the last move played on this state."""
@@ -388,7 +481,7 @@ class ReferenceState:
         snap = self._history.pop()
         self.board, self.to_move, self.ply = snap.board, snap.to_move, snap.ply
         self.goal_best, self.progress_ply, self._result = snap.goal_best, snap.progress_ply, snap.result
-        self.end_reason = snap.reason
+        self._scores, self.end_reason = snap.scores, snap.reason
 
     def _count_position(self, delta: int) -> None:
         """Count the current position in (``+1``) or out of (``-1``) the repetition history."""
@@ -401,9 +494,10 @@ class ReferenceState:
 
     def _judge_star(self) -> None:
         """Set the result and reason when the star game is over (after a move, or as given)."""
-        end = star_end(self.rules, self.board, self.to_move, self.ply, self.seen[self.key()])
+        judge = star_end if self.rules.geometry.players == 2 else star_end_multi
+        end = judge(self.rules, self.board, self.to_move, self.ply, self.seen[self.key()])
         if end is not None:
-            self._result, self.end_reason = end
+            self._end(*end)
 
 
 def perft(state: ReferenceState, depth: int) -> int:

@@ -231,6 +231,6 @@ def render_board(
 
 def render_position(rules: Rules, position: Position, **options: object) -> str:
     """:func:`render_board` under a header line naming the side to move and the ply."""
-    side = "x (player 0)" if position.to_move == 0 else "o (player 1)"
+    side = f"{_PIECE[position.to_move]} (player {position.to_move})"
     header = f"{rules.name}: {side} to move, ply {position.ply}"
     return header + "\n" + render_board(rules, position.board, **options)  # type: ignore[arg-type]

@@ -14,7 +14,9 @@ Naming convention used across ``ccengine``:
 - *state*: a position plus what the end-of-game rules need from the past (progress tracking).
 - *move*: a pair ``(s, e)`` of cells; ``PASS == (-1, -1)``.
 - *ply*: one move of one player, passes included.
-- *result*: ``+1 / 0 / -1`` from player 0's side.
+- *result*: ``+1 / 0 / -1`` from player 0's side (two players only).
+- *scores*: the result as a vector, one entry per player, summing to 1: the winners share 1, a
+  draw splits it equally (any number of players; ``(1, 0)``, ``(0, 1)`` or ``(0.5, 0.5)`` for two).
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ DIRECTIONS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1
 PASS: tuple[int, int] = (-1, -1)
 
 #: The fixed preset names; ``small-N-k`` is a family (N 4..6, k 1, 3 or 6).
-PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "star2", "small-N-k")
+PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "star2", "star3", "star4", "star6", "small-N-k")
+
+#: ``max_plies`` of the multi-player star presets (RULES.md "Three, four and six players"): 200,
+#: 175 and 150 rounds, so the move limit always falls at the end of a round.
+STAR_MAX_PLIES: dict[int, int] = {3: 600, 4: 700, 6: 900}
 
 _HOPS = ("adjacent", "mirror")
 _WIN_RULES = ("filled", "all_own")
@@ -108,13 +114,13 @@ class Rules:
     board: str = checked("rhombus", choices=_BOARDS)
     """``rhombus`` (the ``n x n`` board) or ``star`` (the 121-hole star, ``n=17``, ``k=10``)."""
     players: int = checked(2, ge=2, le=6)
-    """Number of players (the star seats 2, 3, 4 or 6; only 2 are implemented so far)."""
+    """Number of players (the rhombus seats 2; the star 2, 3, 4 or 6)."""
     repetition: int = checked(0, ge=0)
     """Star only: the game is drawn when a position (board and side to move) occurs this many
     times (0 = off; CCERL: 3)."""
     equal_turn: bool = checked(False)
-    """Star, two players: when player 0 completes its goal, player 1 draws if one move completes
-    its own (CCERL: on)."""
+    """Star, two players only: when player 0 completes its goal, player 1 draws if one move
+    completes its own (CCERL: on)."""
     name: str = checked("custom")
     """The preset this rules object came from (informational; not part of equality)."""
 
@@ -154,7 +160,10 @@ class Rules:
         if self.players not in SEATS:
             raise RulesError(f"players={self.players}: the star seats {', '.join(map(str, SEATS))} players")
         if self.players != 2:
-            raise RulesError(f"players={self.players}: only the two-player star is implemented so far")
+            two_player_only = {"equal_turn=True": self.equal_turn, "adjudicate='distance'": self.adjudicate != "none"}
+            for option, is_set in two_player_only.items():
+                if is_set:
+                    raise RulesError(f"{option} is a two-player rule; players={self.players} needs it off")
         if self.hops != "adjacent":
             raise RulesError(f"hops={self.hops!r}: the star has adjacent hops only")
         if self.progress_limit != 0:
@@ -223,7 +232,8 @@ class Rules:
 
 
 def preset(name: str) -> Rules:
-    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81``, ``star2`` or ``small-N-k``."""
+    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81``, ``star2``, ``star3``,
+    ``star4``, ``star6`` or ``small-N-k``."""
     if name == "cc49":
         return Rules(n=7, k=6, name=name)
     if name == "paper":
@@ -235,13 +245,23 @@ def preset(name: str) -> Rules:
         return Rules(
             board="star", n=STAR_N, k=STAR_K, goal_lock="chain", repetition=3, equal_turn=True, max_plies=240, name=name
         )
+    if name in ("star3", "star4", "star6"):
+        # RULES.md "Three, four and six players": star2's rules without equal turns; the game ends
+        # at the end of the round in which a goal is filled.
+        players = int(name[-1])
+        return Rules(
+            board="star", n=STAR_N, k=STAR_K, players=players, goal_lock="chain", repetition=3,
+            max_plies=STAR_MAX_PLIES[players], name=name,
+        )
     m = _SMALL.match(name)
     if m:
         n, k = int(m.group(1)), int(m.group(2))
         if 4 <= n <= 6 and k in (1, 3, 6):
             return Rules(n=n, k=k, name=name)
         raise RulesError(f"preset {name!r}: small boards take N 4..6 and k 1, 3 or 6")
-    raise RulesError(f"unknown preset {name!r}; valid: cc49, paper, cc81, star2, small-N-k (N 4..6, k 1, 3, 6)")
+    raise RulesError(
+        f"unknown preset {name!r}; valid: cc49, paper, cc81, star2, star3, star4, star6, small-N-k (N 4..6, k 1, 3, 6)"
+    )
 
 
 class Geometry:

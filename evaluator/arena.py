@@ -22,7 +22,8 @@ is a :class:`ccengine.search_player.SearchPlayer` with one evaluator for every g
 they are all searched together by one :class:`ccengine.search.BatchedSearch` over the player's
 evaluator and ``config``, one evaluator call per simulation round for the leaves of every one of
 those games. The other players (``greedy``, ``random``, ``mcts-rollout``, any registered SPEC)
-choose per position, one player object per slot, reset with each game's seed.
+choose per position, one player object per slot, reset with each game's seed; a player that says
+it is ``stateless`` (its move a function of the game alone: ``dqn``) is one object for every slot.
 
 When results are the same whatever ``parallel``:
 
@@ -60,7 +61,7 @@ from ccengine.players import Player, make_player
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch
 from ccengine.search_player import SearchPlayer
-from learner import network_player  # noqa: F401 - registers the mcts SPEC
+from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 
 __all__ = [
     "MatchGame",
@@ -241,13 +242,15 @@ class _Side:
         if isinstance(player, SearchPlayer) and engine != "cython":
             raise ValueError(f"player {self.name!r} searches, which needs the cython engine, not {engine!r}")
         self.search = player if isinstance(player, SearchPlayer) and player.batchable else None
-        if self.search is None and self.spec is None and parallel > 1:
+        # A stateless player (its move a function of the game alone, e.g. ``dqn``) serves every slot.
+        shared = self.search is None and bool(getattr(player, "stateless", False))
+        if self.search is None and self.spec is None and parallel > 1 and not shared:
             raise ValueError(
                 f"player {self.name!r} chooses per position and is one object: it plays one game at a "
                 "time (parallel=1); pass its SPEC to play several"
             )
         # Per slot, the player that chooses per position (built on first use, reset every game).
-        self.players: list[Player | None] = [None] * parallel
+        self.players: list[Player | None] = [player if shared else None] * parallel
         if self.search is None:
             self.players[0] = player
 
@@ -553,6 +556,9 @@ def play_match(
     """
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
+    if rules.players != 2:
+        raise ValueError(f"a match is two players, A against B; the {rules.name} rules seat {rules.players} "
+                         "('hopzero bench games' plays one player in every seat)")
     if random_opening < 0:
         raise ValueError(f"random_opening={random_opening} must not be negative")
     if parallel < 1:

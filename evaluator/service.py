@@ -30,10 +30,11 @@ import numpy as np
 
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig
+from learner.dqn_player import dqn_player_from_weights
 from learner.logs import configure_logging
 from learner.metrics import Metrics
 from learner.model import NetworkConfig
-from learner.model_files import read_model_file
+from learner.model_files import ALGOS, read_model_file
 from learner.network_player import network_player_from_weights
 from learner.records import versions_now
 from learner.run_files import append_jsonl, read_best, read_jsonl
@@ -70,15 +71,21 @@ class EvaluatorService:
         config_hash: str,
         run_dir: str,
         registry: str,
+        algo: str = "alphazero",
     ) -> None:
         """``rules``: the game's own rules (evaluation never plays the training games' options);
         ``search``: the run's search, whose exploration constant the evaluation games and the
-        model files keep."""
+        model files keep. ``algo``: ``alphazero`` (the gate, and the networks play ``mcts``) or
+        ``dqn`` (no gate: every candidate becomes the best, and the networks play ``dqn``, the
+        argmax of their Q values)."""
         configure_logging()
         self.run_dir = Path(run_dir)
         self._registry_name = registry
         self.rules, self.network, self.evaluation = rules, network, evaluation
         self.c_puct, self.seed, self.config_hash = search.c_puct, seed, config_hash
+        if algo not in ALGOS:
+            raise ValueError(f"algo {algo!r}; valid: {', '.join(ALGOS)}")
+        self.algo = algo
         self.net_config = network.net_config(rules)
         elo_path = self.run_dir / "elo.json"
         self.ladder = EloLadder.load(elo_path) if elo_path.is_file() else EloLadder(anchor="greedy")
@@ -112,6 +119,9 @@ class EvaluatorService:
 
         try:
             best = self.reconcile()
+            if self.algo == "dqn":
+                self._run_dqn(best)
+                return
             while not self._stop.is_set():
                 # A few bytes a poll; weights travel only when a new best appears.
                 version = int(ray.get(self.registry.best_version.remote()))
@@ -138,9 +148,42 @@ class EvaluatorService:
             log.exception("evaluator failed")
             raise
 
+    def _run_dqn(self, best: tuple[int, Weights] | None) -> None:
+        """A DQN run's loop: no gate. Every newer candidate becomes the best (model file,
+        ``best.json``, registry: the actors act with it), and the best is measured against greedy
+        when no newer candidate waits (the newest, when candidates come faster than matches)."""
+        import ray
+
+        while not self._stop.is_set():
+            version = int(ray.get(self.registry.best_version.remote()))
+            if best is not None and version != best[0]:  # the registry restarted: disk wins
+                log.warning("registry's best is v%d, best.json's v%d: restoring v%d", version, best[0], best[0])
+                ray.get(self.registry.set_best.remote(*best))
+                continue
+            newest = -1 if best is None else best[0]
+            candidate = ray.get(self.registry.candidate_after.remote(newest))
+            if candidate is not None:
+                cv, cw = candidate
+                if best is None:
+                    best = self._record_first_best(int(cv), cw)
+                    ray.get(self.registry.promote.remote(int(cv), cw))
+                else:
+                    best = self._promote(int(cv), cw, score=0.0, games=0, expect=best[0])
+                self._judged = int(cv)
+                continue
+            if best is not None and best[0] != self._measured:
+                self._against_greedy(*best)
+                continue
+            time.sleep(0.5)
+
     def player(self, weights: Weights, name: str) -> Any:
         """The network of ``weights`` as the evaluation games play it: the player
-        ``mcts:model=FILE,sims=S`` of the file :meth:`_write_model` writes for them."""
+        ``mcts:model=FILE,sims=S`` (``dqn:model=FILE`` in a DQN run) of the file
+        :meth:`_write_model` writes for them."""
+        if self.algo == "dqn":
+            return dqn_player_from_weights(self.rules, weights, net_config=self.net_config,
+                                           encoding=self.network.encoding, history=self.network.history,
+                                           backend=self.network.backend, threads=1, name=name)
         return network_player_from_weights(
             self.rules,
             weights,
@@ -304,7 +347,7 @@ class EvaluatorService:
         path.parent.mkdir(parents=True, exist_ok=True)
         info = {"encoding": self.network.encoding, "history": self.network.history,
                 "preset": self.rules.name, "version": int(version), "config_hash": self.config_hash,
-                "c_puct": self.c_puct}  # players search the network as it was trained
+                "c_puct": self.c_puct, "algo": self.algo}  # players use the network as it was trained
         save_net(model, path, input=info)
         return path
 
@@ -355,7 +398,8 @@ class EvaluatorService:
         entry = {
             "kind": "greedy", "wall": time.time(), "version": version, "score": score, "wins": match.a_wins,
             "draws": match.draws, "losses": match.b_wins, "games": match.games, "elo": elo,
-            "simulations": cfg.simulations, "mean_plies": match.mean_plies,
+            "simulations": cfg.simulations if self.algo != "dqn" else 0, "mean_plies": match.mean_plies,
+            "player": "dqn" if self.algo == "dqn" else "mcts",
         }
         append_jsonl(self.run_dir / "evaluations.jsonl", entry)
         self._keep_games(match, "greedy", (version, None))

@@ -73,6 +73,14 @@ class Limits:
             raise ValueError(f"max_movetime_ms={self.max_movetime_ms} must be in 1..{MOVETIME_CEILING_MS}")
 
 
+def _outcome(state: Any) -> str:
+    """How a finished game ended, for messages: ``result +1`` (two players, player 0's side) or
+    ``scores 0,1,0`` (the score vector of more players)."""
+    if state.players == 2:
+        return f"result {state.result():+d}"
+    return "scores " + ",".join(f"{x:g}" for x in state.scores())
+
+
 class CCPEngine:
     """One engine session: the current position, the player that thinks, the game so far.
 
@@ -168,7 +176,7 @@ class CCPEngine:
     def _cmd_go(self, args: list[str], stop: Callable[[], bool] | None = None) -> list[str]:
         limits, notes = self._parse_go(args)
         if self.state.is_terminal():
-            return [f"info string error the game is over (result {self.state.result():+d})", "bestmove pass"]
+            return [f"info string error the game is over ({_outcome(self.state)})", "bestmove pass"]
         moves = self.state.legal_moves()
         if moves == [PASS]:
             return [*notes, "bestmove pass"]
@@ -185,7 +193,7 @@ class CCPEngine:
         # more than every legal move is the same as every legal move
         k = parse_int(args[1], "analyze topk", minimum=1, maximum=2**63 - 1)
         if self.state.is_terminal():
-            raise ProtocolError(f"the game is over (result {self.state.result():+d})")
+            raise ProtocolError(f"the game is over ({_outcome(self.state)})")
         value, policy = self._analyze()
         top = sorted(policy, key=lambda mp: -mp[1])[:k]
         moves = [{"move": "-".join(map(str, move_path(self.rules, self.state.board, m))), "policy": round(p, 6)}
@@ -221,7 +229,7 @@ class CCPEngine:
             path = parse_move_path(self.rules, text)
             where = f"move {number} {excerpt(text)} (ply {state.ply}, player {state.to_move})"
             if state.is_terminal():
-                raise ProtocolError(f"{where}: the game is already over (result {state.result():+d})")
+                raise ProtocolError(f"{where}: the game is already over ({_outcome(state)})")
             move = (path[0], path[-1])
             if move not in state.legal_moves():
                 raise ProtocolError(f"{where} is not legal: {self._why_illegal(state, move)}")

@@ -46,7 +46,7 @@ from ccengine.reference import perft as reference_perft
 from ccengine.rules import Rules, RulesError, preset
 from hopzero import bench
 from hopzero.ccp import DEFAULT_MAX_MOVETIME_MS, DEFAULT_MAX_NODES, MOVETIME_CEILING_MS, NODES_CEILING
-from learner import network_player  # noqa: F401 - registers the mcts SPEC
+from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -130,7 +130,8 @@ def _add_preset(p: argparse.ArgumentParser) -> None:
         type=_preset_arg,
         default=preset("cc49"),
         metavar="P",
-        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), star2 (the 121-hole star, CCERL-2P10-v2)",
+        help="game rules: cc49 (default), paper, cc81, small-N-k (N 4..6, k 1, 3, 6), "
+             "star2 (the 121-hole star, CCERL-2P10-v2), star3, star4, star6 (the star for 3, 4 or 6 players)",
     )
 
 
@@ -239,7 +240,8 @@ def _add_match(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match between two players (seed protocol)")
     _add_preset(p)
     p.add_argument(
-        "--a", required=True, metavar="SPEC", help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S"
+        "--a", required=True, metavar="SPEC",
+        help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S, dqn:model=PATH"
     )
     p.add_argument("--b", required=True, metavar="SPEC", help="player B")
     p.add_argument("--games", type=_int_arg(1, MATCH_MAX_GAMES), default=100, metavar="N", help="games (default 100)")
@@ -295,6 +297,10 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
     if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
         raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
+    if args.preset.players != 2:
+        raise CliError(f"--preset {args.preset.name}: a match is two players, A against B, and {args.preset.name} "
+                       f"seats {args.preset.players}; 'hopzero bench games --preset {args.preset.name}' plays one "
+                       "player in every seat")
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
         raise CliError(f"--out {args.out}: its directory does not exist")  # found before the match, not after
     progress = _Progress(enabled=not args.json)
@@ -421,7 +427,8 @@ def _add_train(sub: Any) -> None:
 
     p = sub.add_parser("train", help="train by self-play (Ray actors, replay buffer, learner, 55%% gate)")
     p.add_argument("--config", choices=CONFIG_NAMES, default="fast",
-                   help="training configuration: demo (minutes), fast (ours, default), paper (Table 1), star2 (the star)")
+                   help="training configuration: demo (minutes), fast (ours, default), paper (Table 1), "
+                        "star2 (the star), dqn (the paper's Deep Q-learning baseline)")
     p.add_argument("--preset", metavar="P", default=None, help="the game (default: the config's; fast/demo: cc49)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="change a config field, e.g. --set learner.lr=0.01 (repeatable)")
@@ -474,8 +481,9 @@ def _add_play(sub: Any) -> None:
     p = sub.add_parser("play", help="play against a player in the terminal")
     _add_preset(p)
     p.add_argument("--player", default="greedy", metavar="SPEC", help="your opponent (default greedy)")
-    p.add_argument("--side", choices=("x", "o"), default="x",
-                   help="x moves first, from the bottom (the star: from the top; default x)")
+    p.add_argument("--side", choices=("x", "o", "0", "1", "2", "3", "4", "5"), default="x",
+                   help="x (player 0) moves first, from the bottom (the star: from the top), o is player 1; "
+                   "on the star of 3, 4 or 6 players, a player number (default x)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="the opponent's seed (default 0)")
     p.add_argument("--color", action="store_true", help="colour the board (default: only on a terminal)")
     p.set_defaults(func=_cmd_play)
@@ -485,11 +493,14 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from ccengine.render import use_color
     from hopzero.play import play_terminal
 
+    side = "xo".index(args.side) if args.side in ("x", "o") else int(args.side)
+    if side >= args.preset.players:
+        raise CliError(f"--side {args.side}: the {args.preset.name} game seats players 0..{args.preset.players - 1}")
     make_player(args.player, args.preset, args.seed)  # a bad SPEC fails before the board is drawn
     play_terminal(
         args.preset,
         args.player,
-        human_side="xo".index(args.side),
+        human_side=side,
         seed=args.seed,
         out=sys.stdout,
         color=args.color or use_color(sys.stdout),

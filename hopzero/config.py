@@ -3,7 +3,8 @@
 Two names select a run: the game (``--preset``: a RULES.md preset) and the training
 configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` game, ``fast`` = our
 best settings and the default, ``demo`` = minutes on a laptop, ``star2`` = ``fast`` sized for the
-121-hole star). The configurations are YAML files
+121-hole star, ``dqn`` = the seed paper's Deep Q-learning baseline on the same system, ``algo:
+dqn``). The configurations are YAML files
 beside this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
@@ -28,13 +29,16 @@ from ccengine.fields import FieldError, check_fields, checked
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.search import SearchConfig
 from evaluator.config import EvaluationConfig
+from learner.dqn import DQNConfig
 from learner.model import NetworkConfig
 from learner.replay.config import ReplayConfig
 from learner.training import LearnerConfig
 
 __all__ = [
     "CONFIG_NAMES",
+    "ALGOS",
     "ConfigError",
+    "DQNConfig",
     "EvaluationConfig",
     "NetworkConfig",
     "ReplayConfig",
@@ -45,7 +49,9 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2")
+CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "dqn")
+#: What the run trains: ``alphazero`` (search targets, the gate) or ``dqn`` (learner.dqn).
+ALGOS: tuple[str, ...] = ("alphazero", "dqn")
 
 
 class ConfigError(ValueError):
@@ -79,7 +85,11 @@ class TrainConfig:
     """The whole run: the game, every component, and the seed."""
 
     name: str = checked("fast", choices=CONFIG_NAMES)
-    """The configuration this tree came from (``demo``, ``fast``, ``paper``, ``star2``)."""
+    """The configuration this tree came from (``demo``, ``fast``, ``paper``, ``star2``, ``dqn``)."""
+    algo: str = checked("alphazero", choices=ALGOS)
+    """``alphazero`` (self-play by tree search, AlphaZero's targets, the 55% gate) or ``dqn``
+    (epsilon-greedy games, double DQN with n-step returns, no gate, no stage 1: the ``dqn``
+    section; docs/TRAINING.md "DQN")."""
     preset: str = checked("cc49")
     """The game (RULES.md preset; checked with ``rules`` by :meth:`training_rules`)."""
     rules: dict[str, Any] = checked(factory=dict)
@@ -92,6 +102,7 @@ class TrainConfig:
     stage1: StageOneConfig = field(default_factory=StageOneConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
+    dqn: DQNConfig = field(default_factory=DQNConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     run: RunConfig = field(default_factory=RunConfig)
 

@@ -1,5 +1,8 @@
 """``hopzero play``: a person plays against any player in the terminal.
 
+On the star of three, four or six players the person takes one seat and the same SPEC plays
+every other seat (each with its own random stream); the game ends with its score vector.
+
 The board is drawn as the real diamond with cell names; the person types moves in the human
 notation (``12.1-10.1``) or as cell indices (``41-27``). The 121-hole star is drawn as the star
 with a second star of cell numbers beside it; moves are cell indices, ``s-e`` or a hop chain's
@@ -14,11 +17,14 @@ import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
+import numpy as np
+
 from ccengine import PASS, NotationError, Rules, format_move, new_state, parse_human_move, render_board
 from ccengine.notation import format_star_path, parse_move_path
 from ccengine.players import Player, SeedLike, make_player
 from ccengine.reference import is_witness_path, move_path
 from ccengine.render import cell_name
+from ccengine.star import POINT_NAMES
 
 __all__ = ["play_terminal"]
 
@@ -38,6 +44,34 @@ def _describe_result(result: int, human: int) -> str:
     if result == 0:
         return "The game is a draw."
     return "You win!" if (result == 1) == (human == 0) else "The computer wins."
+
+
+def _describe_scores(scores: tuple[float, ...], human: int, reason: str | None) -> str:
+    """A game of three or more players: who won, from the score vector."""
+    winners = [p for p, x in enumerate(scores) if x > 0]
+    if len(winners) == len(scores):
+        return f"The game is a draw ({reason}): every player scores {scores[0]:.3g}."
+    if winners == [human]:
+        return "You win!"
+    names = ", ".join(str(p) for p in winners)
+    if human in winners:
+        return f"You share the win with player(s) {', '.join(str(p) for p in winners if p != human)}."
+    return f"Player(s) {names} win ({reason})."
+
+
+def _mark(player: int) -> str:
+    """How the board shows a player's pieces: ``x``, ``o``, then digits."""
+    return "xo"[player] if player < 2 else str(player)
+
+
+def _computers(rules: Rules, spec: str, human: int, seed: SeedLike) -> dict[int, Player]:
+    """The computer players by seat: one for two players (seeded as given), else one per other
+    seat, each with its own stream spawned from ``seed``."""
+    players = rules.geometry.players
+    if players == 2:
+        return {1 - human: make_player(spec, rules, seed)}
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return {p: make_player(spec, rules, child) for p, child in enumerate(root.spawn(players)) if p != human}
 
 
 def _thinking(rules: Rules, player: Player, state: Any, top: int = 5) -> str | None:
@@ -62,24 +96,35 @@ def play_terminal(
     read: Callable[[str], str] = input,
     out: TextIO,
     color: bool = False,
-) -> int:
-    """Play one game, the person as ``human_side``; returns the result (+1/0/-1 for player 0)."""
-    computer = make_player(player_spec, rules, seed)
+) -> int | tuple[float, ...]:
+    """Play one game, the person as ``human_side`` (a player number); returns the result: +1/0/-1
+    for player 0 in a two-player game, the score vector in a game of more players (a person who
+    resigns scores 0, the others share the win)."""
+    players = rules.geometry.players
+    if not 0 <= human_side < players:
+        raise ValueError(f"human_side={human_side}: the {rules.name} game seats players 0..{players - 1}")
+    computers = _computers(rules, player_spec, human_side, seed)
     state = new_state(rules)
     last: Move | None = None
-    names = {human_side: "you", 1 - human_side: f"computer ({player_spec})"}
-    # player 0 starts at the bottom of the diamond and at the top (north) of the star
-    where = "top" if (human_side == 0) == rules.is_star else "bottom"
-    out.write(f"hopzero play: {rules.name}; you play {'xo'[human_side]} ({where}). {_help(rules)}\n")
+    names = {p: "you" if p == human_side else f"computer ({player_spec})" for p in range(players)}
+    if players == 2:
+        # player 0 starts at the bottom of the diamond and at the top (north) of the star
+        where = "top" if (human_side == 0) == rules.is_star else "bottom"
+    else:
+        where = f"{POINT_NAMES[rules.geometry.seats[human_side]]} point, player {human_side} of {players}"
+    out.write(f"hopzero play: {rules.name}; you play {_mark(human_side)} ({where}). {_help(rules)}\n")
     while not state.is_terminal():
         out.write("\n" + render_board(rules, state.board, last_move=last, labels=True, color=color) + "\n")
-        out.write(f"ply {state.ply}, {names[state.to_move]} to move ({'xo'[state.to_move]})\n")
+        out.write(f"ply {state.ply}, {names[state.to_move]} to move ({_mark(state.to_move)})\n")
         if state.to_move == human_side:
             move = _ask_move(rules, state, read, out)
             if move is None:
                 out.write("You resign.\n")
-                return 1 if human_side == 1 else -1
+                if players == 2:
+                    return 1 if human_side == 1 else -1
+                return tuple(0.0 if p == human_side else 1.0 / (players - 1) for p in range(players))
         else:
+            computer = computers[state.to_move]
             thoughts = _thinking(rules, computer, state)
             move = computer.select(state)
             out.write(f"computer plays {_computer_move(rules, state, move)}\n")
@@ -88,8 +133,11 @@ def play_terminal(
         state.play(move)
         last = None if move == PASS else move
     out.write("\n" + render_board(rules, state.board, last_move=last, labels=True, color=color) + "\n")
-    out.write(_describe_result(state.result(), human_side) + "\n")
-    return int(state.result())
+    if players == 2:
+        out.write(_describe_result(state.result(), human_side) + "\n")
+        return int(state.result())
+    out.write(_describe_scores(state.scores(), human_side, state.end_reason) + "\n")
+    return state.scores()
 
 
 def _computer_move(rules: Rules, state: Any, move: Move) -> str:

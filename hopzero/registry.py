@@ -27,6 +27,7 @@ class ModelRegistry:
         self._best: tuple[int, Weights] | None = None
         self._candidate: tuple[int, Weights] | None = None
         self._promotions = 0
+        self._actors_paused: bool | None = None  # None: the learner has not said yet
 
     def set_best(self, version: int, weights: Weights) -> None:
         """Make ``weights`` the best model (stage 1's network, or the best of a resumed run)."""
@@ -63,6 +64,19 @@ class ModelRegistry:
                 return None
             return self._candidate
 
+    def pause_actors(self, paused: bool) -> None:
+        """The learner's word on whether actors that honour it (DQN's) should wait: they are
+        ahead of it by more than its ratio limiter's error buffer."""
+        with self._lock:
+            self._actors_paused = bool(paused)
+
+    def actors_paused(self) -> bool | None:
+        """Whether actors that honour it should wait for the learner (see :meth:`pause_actors`);
+        None until the learner has said (they wait: a learner that starts late would otherwise
+        find a backlog that keeps the actors waiting while it works through it)."""
+        with self._lock:
+            return self._actors_paused
+
     def stats(self) -> dict[str, Any]:
         """Versions and the promotion count."""
         with self._lock:
@@ -70,4 +84,5 @@ class ModelRegistry:
                 "best_version": -1 if self._best is None else self._best[0],
                 "candidate_version": -1 if self._candidate is None else self._candidate[0],
                 "promotions": self._promotions,
+                "actors_paused": self._actors_paused,
             }

@@ -389,7 +389,7 @@ class _System:
         they are created) and their loops."""
         import ray
 
-        from actors.service import SelfPlayService
+        from actors.service import DQNActorService, SelfPlayService
         from evaluator.service import EvaluatorService
         from learner.service import LearnerService
 
@@ -398,6 +398,7 @@ class _System:
         self.registry = registry
         _restore_best(rundir, registry)
         training_rules, config_hash = config.training_rules(), config.hash()
+        dqn = config.dqn if config.algo == "dqn" else None
         # Named actors (RUN_ID-learner, RUN_ID-evaluator, RUN_ID-actor-I): tools and tests can
         # find them with ray.get_actor; max_restarts=-1: Ray restarts any that dies. Each gets
         # its own sections of the config and the registry's and replay store's names, plain
@@ -409,30 +410,37 @@ class _System:
             resources=dict(place.learner_resources), max_concurrency=2, max_restarts=-1,
         ).remote(
             rules=training_rules, network=config.network, learner=config.learner, replay_config=config.replay,
-            stage1_steps=config.stage1.steps if config.stage1.enabled else 0,
+            stage1_steps=config.stage1.steps if config.stage1.enabled and dqn is None else 0,
             candidate_every_steps=config.evaluation.candidate_every_steps, seed=config.seed,
             run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry_name,
+            dqn=dqn,
         )
         self.evaluator = ray.remote(EvaluatorService).options(
             name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
             scheduling_strategy=_on_driver_node(soft=True),
         ).remote(
             rules=config.game_rules(), network=config.network, search=config.search, evaluation=config.evaluation,
-            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry_name,
+            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry_name, algo=config.algo,
         )
         # SPREAD: one node leaving takes as few actors as possible with it; Ray restarts those on
         # the nodes that are left (or on one that joins) and _revive starts their loops again.
-        self.actors = [
-            ray.remote(SelfPlayService).options(
+        def actor(i: int) -> Any:
+            options = ray.remote(DQNActorService if dqn is not None else SelfPlayService).options(
                 name=f"{prefix}-actor-{i}", num_cpus=place.actor_cpus, max_concurrency=2, max_restarts=-1,
                 scheduling_strategy="SPREAD",
-            ).remote(
+            )
+            if dqn is not None:
+                return options.remote(
+                    f"actor-{i}", i, rules=training_rules, network=config.network, selfplay=config.selfplay, dqn=dqn,
+                    seed=config.seed, config_hash=config_hash, replay=link, registry=registry_name,
+                )
+            return options.remote(
                 f"actor-{i}", i, rules=training_rules, network=config.network, search=config.search,
                 selfplay=config.selfplay, stage1=config.stage1, seed=config.seed, config_hash=config_hash,
                 replay=link, registry=registry_name, actors=place.actors,
             )
-            for i in range(place.actors)
-        ]
+
+        self.actors = [actor(i) for i in range(place.actors)]
         created.extend([self.learner, self.evaluator, *self.actors])
         self.loops: dict[Any, tuple[str, Any]] = {}  # run() object ref -> (component, actor handle)
         named = [("learner", self.learner), ("evaluator", self.evaluator)]
@@ -446,11 +454,13 @@ class _System:
         cfg = self.config
         start = time.monotonic()
         budget = cfg.run.minutes * 60.0
+        acting = (f"epsilon-greedy DQN against {cfg.dqn.opponent}" if cfg.algo == "dqn"
+                  else f"{cfg.search.num_simulations} simulations per move")
         self.out.write(
             f"hopzero train: {cfg.name} config on {cfg.preset}, run {info['run_id']} in {self.rundir.path}"
             f"{' (resumed)' if info.get('resumed') else ''}\n"
-            f"  {self.place.actors} self-play actor(s) x {cfg.selfplay.games_per_actor} games, "
-            f"{cfg.search.num_simulations} simulations per move; learner on "
+            f"  {self.place.actors} {'DQN' if cfg.algo == 'dqn' else 'self-play'} actor(s) x "
+            f"{cfg.selfplay.games_per_actor} games, {acting}; learner on "
             f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {self.link.describe()}; "
             f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
         )
@@ -636,7 +646,7 @@ class _ActorCounts:
                     carried[k] += last[k]
             for k in self.KEYS:
                 last[k] = s.get(k, 0)
-        return {k: sum(c[k] + n[k] for c, n in zip(self.carried, self.last)) for k in self.KEYS}
+        return {k: sum(c[k] + seen[k] for c, seen in zip(self.carried, self.last)) for k in self.KEYS}
 
 
 def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -647,6 +657,10 @@ def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     total["actors"] = len([s for s in stats if s])
     total["model_versions"] = sorted({s.get("model_version", -1) for s in stats if s})
     total["stage"] = max((s.get("stage", 0) for s in stats), default=0)
+    if any("epsilon" in s for s in stats):  # DQN actors: exploration and training-game results
+        total["epsilon"] = max(s.get("epsilon", 0.0) for s in stats if "epsilon" in s)
+        total["results"] = [sum(s.get("results", [0, 0, 0])[i] for s in stats) for i in range(3)]
+        total["waited_s"] = round(sum(s.get("waited_s", 0.0) for s in stats), 1)  # paused by the learner
     return total
 
 
@@ -654,15 +668,18 @@ def _progress_line(snap: dict[str, Any]) -> str:
     sp, le, ev = snap["selfplay"], snap["learner"], snap["evaluator"]
     minutes, seconds = divmod(int(snap["time"]), 60)
     losses = le.get("losses", {})
-    loss = "loss -"
-    if losses:
+    if "huber" in losses:  # DQN
+        loss = f"loss {losses['total']:.3f} (huber {losses['huber']:.3f} q {losses['q_mean']:.2f})"
+    elif losses:
         loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f}"
         loss += f" o {losses['opponent_ce']:.3f})" if "opponent_ce" in losses else ")"
+    else:
+        loss = "loss -"
     greedy = ev.get("vs_greedy")
     gate = ev.get("last_gate")
     parts = [
         f"[{minutes:02d}:{seconds:02d}]",
-        f"stage {le.get('stage', '?')}",
+        "dqn" if "epsilon" in sp else f"stage {le.get('stage', '?')}",
         f"games {sp['games']:,} ({sp['positions_per_s']:.0f} pos/s, {sp['sims_per_s']:,.0f} sims/s)",
         f"learner {le.get('steps', 0):,} steps {le.get('steps_per_s', 0):.1f}/s {loss}",
         f"buffer {le.get('window', 0):,}",
@@ -673,6 +690,9 @@ def _progress_line(snap: dict[str, Any]) -> str:
     ]
     # Records kept from the learner, by kind; "stale" ones (older models' games, expected at the
     # switch to self-play) are counted in the stats only.
+    if "epsilon" in sp:
+        w, d, lost = sp["results"]
+        parts.insert(3, f"eps {sp['epsilon']:.2f}, training games W-D-L {w}-{d}-{lost}")
     skipped = {kind: n for kind, n in le.get("skipped", {}).items() if kind != "stale" and n}
     if skipped:
         parts.append("skipped " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(skipped.items())))
@@ -700,7 +720,8 @@ def _summary(
             f"{'Best' if int(last['version']) == best else 'Last measured'} model v{last['version']}: "
             f"score {last['score']:.1%} against greedy "
             f"({last['wins']} wins, {last['draws']} draws, {last['losses']} losses in {last['games']} games, "
-            f"{last['simulations']} simulations per move, paper protocol)."
+            f"{'argmax Q' if last.get('player') == 'dqn' else str(last['simulations']) + ' simulations per move'}, "
+            f"paper protocol)."
         )
     else:
         lines.append(f"Best model v{best}: not yet measured against greedy.")

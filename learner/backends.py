@@ -3,12 +3,17 @@ command line offers them as choices before it loads torch)."""
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "backend_option", "resolve_backend"]
+__all__ = ["BACKENDS", "ONNX_BACKENDS", "backend_option", "resolve_backend"]
 
-#: ``auto`` is ``onnx`` on CPU and ``eager`` on CUDA (the fastest of each, docs/BENCHMARKS.md
+#: ``auto`` is ``onnx-int8`` on CPU and ``eager`` on CUDA (the fastest of each, docs/BENCHMARKS.md
 #: "Inference backends"); ``eager`` is plain PyTorch; ``compile`` wraps it in ``torch.compile``;
-#: ``onnx`` exports it to ONNX Runtime (``learner.onnx_backend``).
-BACKENDS = ("auto", "eager", "compile", "onnx")
+#: ``onnx`` exports it to ONNX Runtime (``learner.onnx_backend``); ``onnx-int8`` runs that graph
+#: with 8-bit weights and activations (CPU only; close to float32, not equal to it, and as strong
+#: at equal simulations).
+BACKENDS = ("auto", "eager", "compile", "onnx", "onnx-int8")
+
+#: The backends that run an ONNX Runtime session.
+ONNX_BACKENDS = ("onnx", "onnx-int8")
 
 
 def resolve_backend(backend: str, device_type: str) -> str:
@@ -17,7 +22,9 @@ def resolve_backend(backend: str, device_type: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"unknown inference backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "onnx" if device_type == "cpu" else "eager"
+        return "onnx-int8" if device_type == "cpu" else "eager"
+    if backend == "onnx-int8" and device_type != "cpu":
+        raise ValueError(f"the onnx-int8 backend runs on the CPU only, not on {device_type}")
     return backend
 
 

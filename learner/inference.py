@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from learner.backends import resolve_backend
+from learner.backends import ONNX_BACKENDS, resolve_backend
 from learner.model import NetConfig, PolicyValueNet, load_net
 from learner.onnx_backend import OnnxRunner
 
@@ -81,11 +81,13 @@ class Inference:
 
     Parameters (keyword-only after ``model``):
 
-    - ``backend``: one of ``learner.backends.BACKENDS`` (default ``auto``: ONNX Runtime on CPU, PyTorch on
-      CUDA). ``compile`` wraps the inference copy in ``torch.compile(dynamic=True)``: the first
-      call then compiles for about 30 s on CPU, worth it only for long-lived processes; weight
-      updates copy into the compiled module in place and do not recompile. ``onnx`` exports the
-      copy to an ONNX Runtime session (float32; a weight update re-exports it).
+    - ``backend``: one of ``learner.backends.BACKENDS`` (default ``auto``: ONNX Runtime in 8 bits on
+      CPU, or in float32 when no ``calibration`` is given; PyTorch on CUDA). ``compile`` wraps the
+      inference copy in ``torch.compile(dynamic=True)``: the first call then compiles for about
+      30 s on CPU, worth it only for long-lived processes; weight updates copy into the compiled
+      module in place and do not recompile. ``onnx`` exports the copy to an ONNX Runtime session
+      (float32; a weight update re-exports it); ``onnx-int8`` quantizes that graph to 8 bits (CPU
+      only; needs ``calibration``).
     - ``device``: ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
     - ``half``: run the network in float16 (CUDA only; default: on for CUDA). Priors are still
       computed in float32 from the logits.
@@ -93,6 +95,9 @@ class Inference:
     - ``fuse``: fold batch norms into convolutions (default on; same function, fewer kernels).
     - ``threads``: if given, ``torch.set_num_threads(threads)``. This is process-wide: self-play
       actors run one thread each (``threads=1``) and parallelise across processes.
+    - ``calibration``: encoded positions ``(N, in_planes, n, n)`` that set the 8-bit activation
+      ranges of ``onnx-int8`` (``learner.onnx_backend.calibration_planes``); other backends
+      ignore it.
     - ``max_batch``: initial capacity of the pinned CUDA buffers (they grow on demand).
 
     ``evaluate`` runs a private inference copy; the wrapped ``model`` keeps its mode and modules.
@@ -112,11 +117,16 @@ class Inference:
         fuse: bool = True,
         threads: int | None = None,
         max_batch: int = 256,
+        calibration: np.ndarray | None = None,
     ) -> None:
         self.device = resolve_device(device)
         self.backend = resolve_backend(backend, self.device.type)
+        if self.backend == "onnx-int8" and calibration is None:
+            if backend != "auto":
+                raise ValueError("the onnx-int8 backend needs calibration planes (positions of the game)")
+            self.backend = "onnx"  # 8 bits need positions of the game to set their ranges
         self.cuda = self.device.type == "cuda"
-        torch_on_cuda = self.cuda and self.backend != "onnx"
+        torch_on_cuda = self.cuda and self.backend not in ONNX_BACKENDS
         self.half = bool(self.cuda if half is None else half) and torch_on_cuda
         self.channels_last = bool(self.cuda if channels_last is None else channels_last) and torch_on_cuda
         self.fuse = fuse
@@ -132,9 +142,10 @@ class Inference:
         self._onnx: OnnxRunner | None = None
         if self.backend == "compile":
             self.net = torch.compile(self._base, dynamic=True)  # type: ignore[assignment]
-        elif self.backend == "onnx":
+        elif self.backend in ONNX_BACKENDS:
             n_threads = torch.get_num_threads() if threads is None else int(threads)
-            self._onnx = OnnxRunner(self._base, device=self.device, threads=n_threads)
+            self._onnx = OnnxRunner(self._base, device=self.device, threads=n_threads,
+                                    calibration=calibration if self.backend == "onnx-int8" else None)
         if torch_on_cuda:
             self._grow(max(1, max_batch), 64)
 

@@ -212,7 +212,7 @@ class NetworkConfig:
     """States of history in the input (paper: 3)."""
     backend: str = checked("auto", choices=BACKENDS)
     """How self-play and evaluation run the network (``learner.backends``): ``auto`` is ONNX
-    Runtime on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
+    Runtime in 8 bits on CPU, PyTorch on CUDA. The learner always trains with PyTorch."""
     opponent_head: bool = checked(False)
     """Train an auxiliary head that predicts the opponent's reply (the next ply's search
     distribution), weighted by ``learner.opponent_loss_weight``; the search can then play the

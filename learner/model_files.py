@@ -19,10 +19,12 @@ from ccengine.rules import Rules
 
 from .run_files import read_best
 
-__all__ = ["ModelNotFoundError", "model_meta", "read_model_file", "resolve_model_source", "shipped_model_path"]
+__all__ = ["ALGOS", "ModelNotFoundError", "model_meta", "read_model_file", "resolve_model_source", "shipped_model_path"]
 
 #: What a model file's ``input`` entry may tell a player about its network.
-_META = ("encoding", "history", "c_puct")
+_META = ("encoding", "history", "c_puct", "algo")
+#: How a network was trained (``algo`` of a file or a run config; absent: ``alphazero``).
+ALGOS = ("alphazero", "dqn")
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -81,7 +83,7 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         run = ck.extra.get("config") if isinstance(ck.extra.get("config"), dict) else {}
         network, search = run.get("network") or {}, run.get("search") or {}
         meta = {"encoding": network.get("encoding"), "history": network.get("history"),
-                "c_puct": search.get("c_puct")}
+                "c_puct": search.get("c_puct"), "algo": run.get("algo")}
         state = {"format": NET_FORMAT, "config": ck.net_config.to_dict(), "state_dict": ck.model_state}
         return state, {k: v for k, v in meta.items() if v is not None}
     state = check_net_state(where, raw)
@@ -90,6 +92,6 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def model_meta(state: dict[str, Any]) -> dict[str, Any]:
     """What a network file's ``input`` entry says about its network (``encoding``, ``history``,
-    ``c_puct``), where present."""
+    ``c_puct``, ``algo``), where present."""
     info = state.get("input")
     return {k: info[k] for k in _META if k in info} if isinstance(info, dict) else {}

@@ -16,11 +16,25 @@ import numpy as np
 from ccengine.encoding import Encoding, encoding_for
 from ccengine.rules import Rules
 
-from .inference import Inference
+from .backends import resolve_backend
+from .inference import Inference, resolve_device
 from .model import NetConfig, PolicyValueNet, load_net
-from .model_files import model_meta, read_model_file
+from .model_files import ALGOS, model_meta, read_model_file
+from .onnx_backend import calibration_planes
 
-__all__ = ["NetworkEvaluator", "load_network_evaluator"]
+__all__ = ["NetworkEvaluator", "load_network_evaluator", "network_inference"]
+
+
+def network_inference(
+    rules: Rules, encoding: Encoding, model: PolicyValueNet, *, backend: str = "auto", device: str = "cpu",
+    threads: int | None = 1,
+) -> Inference:
+    """An :class:`Inference` of ``model`` for positions of ``rules`` encoded by ``encoding``; the
+    ``onnx-int8`` backend is calibrated on positions of that game."""
+    calibration = None
+    if resolve_backend(backend, resolve_device(device).type) == "onnx-int8":
+        calibration = calibration_planes(rules, encoding)
+    return Inference(model, backend=backend, device=device, threads=threads, calibration=calibration)
 
 
 class NetworkEvaluator:
@@ -49,19 +63,35 @@ class NetworkEvaluator:
         self.positions = 0
         #: The exploration constant the network was trained and gated with, when its file says.
         self.c_puct: float | None = None
+        #: How the network was trained, as its file says: ``alphazero`` (policy and value, the
+        #: default of files that say nothing) or ``dqn`` (Q values in the policy head).
+        self.algo = "alphazero"
 
     def evaluate(
         self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Priors over each row's legal moves (search order) and values, mover's view."""
-        b = len(to_move)
-        if self._planes.shape[0] < b:
-            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
-        planes = self.encoding.encode(pieces, to_move, out=self._planes[:b])
-        indices = self.network_frame(legal, to_move)
-        priors, values = self.inference.evaluate(planes, indices, counts)
-        self.positions += b
+        planes = self._encode(pieces, to_move)
+        priors, values = self.inference.evaluate(planes, self.network_frame(legal, to_move), counts)
+        self.positions += len(to_move)
         return priors, values
+
+    def move_values(
+        self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
+    ) -> np.ndarray:
+        """The network's raw move outputs (a DQN network's Q values) of each row's legal moves.
+
+        ``pieces (B, H, 2, k)``, ``to_move (B,)``, ``legal (B, M)`` absolute policy indices of
+        which the first ``counts[b]`` count; returns float32 ``(B, M)``, ``-inf`` on the padding.
+        """
+        b = len(to_move)
+        planes = self._encode(pieces, to_move)
+        logits, _ = self.inference.logits(planes)
+        self.positions += b
+        valid = np.arange(legal.shape[1])[None, :] < np.asarray(counts)[:, None]
+        indices = self.network_frame(np.where(valid, legal, 0), to_move)
+        values = np.take_along_axis(logits, indices.astype(np.int64), axis=1)
+        return np.where(valid, values, -np.inf).astype(np.float32)
 
     @property
     def has_opponent_model(self) -> bool:
@@ -75,9 +105,7 @@ class NetworkEvaluator:
         absolute policy index (the reply of the player not to move; one network run for all).
         A network without the head is a ``ValueError``."""
         b = len(to_move)
-        if self._planes.shape[0] < b:
-            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
-        planes = self.encoding.encode(pieces, to_move, out=self._planes[:b])
+        planes = self._encode(pieces, to_move)
         priors, values, opponent = self.inference.evaluate_opponent(planes, self.network_frame(legal, to_move), counts)
         self.positions += b
         if self.encoding.rotate:
@@ -87,6 +115,13 @@ class NetworkEvaluator:
             blocks = opponent.reshape(b, -1, cells)
             blocks[flip] = blocks[flip][:, :, ::-1]
         return priors, values, opponent
+
+    def _encode(self, pieces: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+        """The planes of a batch, in a buffer reused from call to call."""
+        b = len(to_move)
+        if self._planes.shape[0] < b:
+            self._planes = np.zeros((b, *self.encoding.input_shape), dtype=np.float32)
+        return self.encoding.encode(pieces, to_move, out=self._planes[:b])
 
     def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
         """Absolute policy indices mapped into the network's frame (rotated for player 1)."""
@@ -135,10 +170,12 @@ def load_network_evaluator(
                 f"does not fit {rules.name} with encoding {enc_name!r} "
                 f"(input {enc.input_shape}, policy {enc.policy_size})"
             )
-    inference = Inference(model, backend=backend, device=device, threads=threads)
-    evaluator = NetworkEvaluator(rules, enc, inference)
+    evaluator = NetworkEvaluator(rules, enc, network_inference(rules, enc, model, backend=backend, device=device,
+                                                               threads=threads))
     if source is not None and isinstance(meta.get("c_puct"), (int, float)) and meta["c_puct"] >= 0:
         evaluator.c_puct = float(meta["c_puct"])
+    if source is not None and meta.get("algo") in ALGOS:
+        evaluator.algo = str(meta["algo"])
     return evaluator
 
 

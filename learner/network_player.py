@@ -92,6 +92,9 @@ def network_player(
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
+    if evaluator.algo == "dqn":
+        raise ValueError(f"model {model!r} holds a DQN network (Q values, no trained value head): "
+                         f"play it with dqn:model=...")
     return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent)
 
 
@@ -121,9 +124,8 @@ def network_player_from_weights(
     """
     from ccengine.encoding import encoding_for
 
-    from .inference import Inference
     from .model import PolicyValueNet
-    from .network_evaluator import NetworkEvaluator
+    from .network_evaluator import NetworkEvaluator, network_inference
     from .training import load_weights_into
 
     enc = encoding_for(rules, encoding, history=history)
@@ -141,8 +143,8 @@ def network_player_from_weights(
             f"the network takes {model.config.in_planes} input planes; encoding {enc.name!r} "
             f"with history {enc.history} gives {enc.in_planes}"
         )
-    # NetworkEvaluator checks the policy size.
-    evaluator = NetworkEvaluator(rules, enc, Inference(model, backend=backend, device=device, threads=threads))
+    inference = network_inference(rules, enc, model, backend=backend, device=device, threads=threads)
+    evaluator = NetworkEvaluator(rules, enc, inference)  # checks the policy
     return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 

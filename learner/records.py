@@ -4,9 +4,9 @@ A record is one game (or the recorded stretch of one): the piece list of every r
 the search's visit distribution over the legal moves (sparse), the root values and the outcome,
 plus who made it (run, preset, rules, config hash, model version, actor, seed, versions).
 
-Wire format (schema 1; the table is in docs/REPLAY.md): one msgpack map
+Wire format (schema 2; the table is in docs/REPLAY.md): one msgpack map
 
-    {"magic": "hopzero.game", "schema": 1, "meta": {...},
+    {"magic": "hopzero.game", "schema": 2, "meta": {...},
      "arrays": [[name, dtype, shape], ...], "codec": "zlib" | "none", "size": N, "data": <bytes>}
 
 ``data`` is the concatenation of the arrays' raw little-endian bytes in the order of
@@ -16,6 +16,19 @@ Never pickle: the buffer is shared state, and unpickling data from it would run 
 :func:`decode_record` trusts nothing in the bytes and checks every field before a record
 reaches the learner; a failure raises :class:`RecordError` whose ``kind`` says which counter it
 belongs to (``malformed``, ``foreign``, ``future``).
+
+Two kinds of record (``meta.kind``, schema 2; a schema-1 record is a ``search`` record):
+
+- ``search``: a game of the tree search (or stage 1's greedy games): ``policy_*`` is the
+  training target of each position (the visit distribution), ``reward`` is absent.
+- ``dqn``: a whole game of DQN acting (``learner.dqn``): at each position where the learning side
+  chose, ``policy_index`` lists *every* legal move and ``policy_prob`` is 1 on the move played and
+  0 on the others (so the record holds the action and the legal moves its Q maximum ranges over);
+  a position of the opponent (``greedy``) has no entries. ``reward`` (float32 ``[T]``) is what the
+  mover of each position received for its move, the end-of-game reward included in each side's
+  last move. The record covers the game from its start (``T == plies``, no ``start_pieces``).
+
+A learner refuses records of the other kind (they would be read as the wrong targets).
 
 Conventions: policy indices are ``piece_id * cells + e`` in ABSOLUTE board coordinates (never
 rotated for player 1; rotation is the encoder's business, applied when training targets are
@@ -44,6 +57,7 @@ __all__ = [
     "CODECS",
     "MAGIC",
     "MAX_RECORD_BYTES",
+    "KINDS",
     "SCHEMA",
     "GameRecord",
     "RecordError",
@@ -57,7 +71,10 @@ __all__ = [
 #: Format tag of every record; anything else is someone else's data.
 MAGIC = "hopzero.game"
 #: Current schema. A reader accepts ``1..SCHEMA`` and refuses newer records ("future").
-SCHEMA = 1
+#: Schema 2 added ``meta.kind`` and the ``reward`` array (DQN records).
+SCHEMA = 2
+#: Record kinds (``GameRecord.kind``); schema-1 records are all ``search``.
+KINDS = ("search", "dqn")
 #: Codecs of the ``data`` blob a reader understands.
 CODECS = ("none", "zlib")
 #: Largest record accepted, packed or unpacked (a 200-ply cc81 game is ~30 KiB).
@@ -81,8 +98,9 @@ _ARRAYS: dict[str, tuple[np.dtype, ...]] = {
     "root_value": (np.dtype("<f4"),),
     "weight": (np.dtype("<f4"),),
     "keep": (np.dtype("?"),),
+    "reward": (np.dtype("<f4"),),
 }
-_OPTIONAL = ("weight", "keep")
+_OPTIONAL = ("weight", "keep", "reward")
 _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "run_id": str,
     "preset": str,
@@ -152,6 +170,10 @@ class GameRecord:
     keep: np.ndarray | None = None
     """Optional bool ``[T]``: positions to train on (stage-1 data keeps a few percent); the
     others are there for the history planes only."""
+    reward: np.ndarray | None = None
+    """float32 ``[T]`` in a ``dqn`` record (absent otherwise): the mover's reward for its move."""
+    kind: str = "search"
+    """``search`` or ``dqn`` (see the module docstring)."""
     schema: int = SCHEMA
     """Schema the record was written with."""
 
@@ -222,12 +244,15 @@ def make_record(
     keep: np.ndarray | Sequence[bool] | None = None,
     versions: Mapping[str, str] | None = None,
     prob_dtype: str = "float16",
+    reward: np.ndarray | Sequence[float] | None = None,
+    kind: str = "search",
 ) -> GameRecord:
     """Build and validate a record from per-position ``(indices, probs)`` pairs (absolute indices).
 
     Casts to the wire dtypes (int8 pieces, int16 indices, ``prob_dtype`` probabilities:
     float16 keeps ~3 significant digits, enough for visit fractions of a few hundred
-    simulations). ``start_pieces`` defaults to no history (an empty ``[0, 2, k]``).
+    simulations). ``start_pieces`` defaults to no history (an empty ``[0, 2, k]``). A ``dqn``
+    record (``kind``) carries ``reward`` and one-hot ``policies`` over the legal moves.
     """
     k = rules.k
     offsets = np.zeros(len(policies) + 1, dtype=np.int32)
@@ -256,6 +281,8 @@ def make_record(
         plies=int(plies),
         weight=None if weight is None else _frozen(np.asarray(weight, dtype=np.float32)),
         keep=None if keep is None else _frozen(np.asarray(keep, dtype=bool)),
+        reward=None if reward is None else _frozen(np.asarray(reward, dtype=np.float32)),
+        kind=kind,
     )
     validate_record(rec)
     return rec
@@ -303,6 +330,8 @@ def validate_record(rec: GameRecord) -> Rules:
     """Check every field of a record; return its rules. Raises :class:`RecordError`."""
     if not isinstance(rec.schema, int) or not 1 <= rec.schema <= SCHEMA:
         raise _fail(f"schema {rec.schema!r} is not one this reader knows (1..{SCHEMA})", "future")
+    if rec.kind not in KINDS or (rec.schema < 2 and rec.kind != "search"):
+        raise _fail(f"kind {str(rec.kind)[:40]!r} is not one of {', '.join(KINDS)} (schema {rec.schema})")
     for name, typ in _META_TYPES.items():
         value = getattr(rec, name)
         if not isinstance(value, typ) or isinstance(value, bool):
@@ -344,6 +373,7 @@ def validate_record(rec: GameRecord) -> Rules:
         "root_value": (t_len,),
         "weight": (t_len,),
         "keep": (t_len,),
+        "reward": (t_len,),
     }
     for name, shape in shapes.items():
         a = getattr(rec, name)
@@ -408,7 +438,28 @@ def validate_record(rec: GameRecord) -> Rules:
         raise _fail("root_value has a value outside [-1, 1]")
     if rec.weight is not None and (not np.isfinite(rec.weight).all() or (rec.weight < 0).any()):
         raise _fail("weight has a negative or non-finite value")
+    if rec.kind == "dqn":
+        _check_dqn(rec, prob, pos, t_len, h0)
+    elif rec.reward is not None:
+        raise _fail(f"a {rec.kind} record carries rewards (only dqn records do)")
     return rules
+
+
+def _check_dqn(rec: GameRecord, prob: np.ndarray, pos: np.ndarray, t_len: int, h0: int) -> None:
+    """A ``dqn`` record: rewards, one-hot actions over the legal moves, the whole game."""
+    if rec.reward is None:
+        raise _fail("a dqn record has no rewards")
+    if not np.isfinite(rec.reward).all():
+        raise _fail("reward has a non-finite value")
+    if h0 != 0 or t_len != rec.plies:
+        raise _fail(f"a dqn record holds a whole game from its start: T={t_len} positions, plies={rec.plies}, "
+                    f"{h0} start states")
+    if ((prob != 0.0) & (prob != 1.0)).any():
+        raise _fail("a dqn record's policy_prob is not one-hot (1 on the move played, 0 elsewhere)")
+    ones = np.bincount(pos, weights=prob, minlength=t_len)
+    entries = np.bincount(pos, minlength=t_len)
+    if (ones[entries > 0] != 1.0).any():
+        raise _fail("a dqn record's position has no single move played among its legal moves")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,6 +487,8 @@ def encode_record(rec: GameRecord, codec: str = "zlib", level: int = 6) -> bytes
     raw = b"".join(blobs)
     data = zlib.compress(raw, level) if codec == "zlib" else raw
     meta = {name: getattr(rec, name) for name in _META_TYPES}
+    if rec.schema >= 2:
+        meta["kind"] = rec.kind
     doc = {"magic": MAGIC, "schema": rec.schema, "meta": meta, "arrays": specs, "codec": codec,
            "size": len(raw), "data": data}
     return msgpack.packb(doc, use_bin_type=True)
@@ -533,6 +586,9 @@ def _decode(data: bytes) -> GameRecord:
     if absent:
         raise _fail(f"arrays missing: {absent}")
     kwargs = {name: meta[name] for name in _META_TYPES}
-    rec = GameRecord(schema=doc["schema"], **kwargs, **{n: arrays.get(n) for n in _ARRAYS})
+    kind = meta.get("kind", "search" if doc["schema"] < 2 else None)
+    if not isinstance(kind, str):
+        raise _fail(f"meta.kind is {type(kind).__name__}, needs str (schema {doc['schema']})")
+    rec = GameRecord(schema=doc["schema"], kind=kind, **kwargs, **{n: arrays.get(n) for n in _ARRAYS})
     validate_record(rec)
     return rec

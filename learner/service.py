@@ -23,6 +23,7 @@ from ccengine.encoding import encoding_for
 from ccengine.rules import Rules
 
 from .checkpoint import latest_checkpoint, save_checkpoint, trainer_from_checkpoint
+from .dqn import DQNConfig, DQNTrainer, TransitionWindow
 from .logs import configure_logging
 from .metrics import Metrics
 from .model import NetworkConfig
@@ -52,10 +53,12 @@ class LearnerService:
         run_dir: str,
         replay: ReplayLink,
         registry: str,
+        dqn: DQNConfig | None = None,
     ) -> None:
         """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
         before self-play (0: no stage 1). ``run_config`` and ``config_hash``: the whole run's
-        config as plain data, recorded in every checkpoint."""
+        config as plain data, recorded in every checkpoint. ``dqn``: train Q values by double DQN
+        on ``dqn`` records (``learner.dqn``) instead of AlphaZero's targets (no stage 1 then)."""
         configure_logging()
         self.run_dir = Path(run_dir)
         import ray
@@ -68,6 +71,8 @@ class LearnerService:
         self.encoding = encoding_for(rules, network.encoding, history=network.history)
         self.checkpoints = self.run_dir / "checkpoints"
         found = latest_checkpoint(self.checkpoints)
+        if dqn is not None:
+            stage1_steps = self.stage1_steps = 0
         if found is not None:
             self.trainer = trainer_from_checkpoint(found, config=learner)
             self.stage = int(found.extra.get("stage", 2))
@@ -77,16 +82,26 @@ class LearnerService:
             self.stage = 1 if stage1_steps > 0 else 2
             self._adopt_best()
         self.limiter = self._limiter()
-        self.mirror = WindowMirror(
-            replay.reader(),
-            self.encoding,
-            window_positions=replay_config.window_positions,
-            value_target=replay_config.value_target,
-            limiter=self.limiter,
-            opponent_target=self.trainer.net_config.opponent_head,
-        )
-        if self.stage == 2:
-            self.mirror.min_model_version = 1
+        self.dqn: DQNTrainer | None = None
+        if dqn is not None:
+            target = found.extra.get("dqn_target") if found is not None else None
+            self.dqn = DQNTrainer(self.trainer, dqn, target_state=target if isinstance(target, dict) else None)
+            # Off-policy: every record teaches, the first random games (version -1) included.
+            self.mirror: WindowMirror = TransitionWindow(
+                replay.reader(), self.encoding, dqn, window_positions=replay_config.window_positions,
+                limiter=self.limiter,
+            )
+        else:
+            self.mirror = WindowMirror(
+                replay.reader(),
+                self.encoding,
+                window_positions=replay_config.window_positions,
+                value_target=replay_config.value_target,
+                limiter=self.limiter,
+                opponent_target=self.trainer.net_config.opponent_head,
+            )
+            if self.stage == 2:
+                self.mirror.min_model_version = 1
         self.rng = np.random.default_rng([seed, self.trainer.steps])
         self.metrics = Metrics()
         self._stop = threading.Event()
@@ -95,6 +110,7 @@ class LearnerService:
         self._sampled = 0
         self._inserted = 0  # positions taken into the window, all stages
         self._exported: dict[str, float] = {}  # counter totals already exported, by series
+        self._paused: bool | None = None  # what the registry was last told (DQN's actor pacing)
 
     def _limiter(self) -> RatioLimiter | None:
         r = self.replay_config
@@ -119,11 +135,15 @@ class LearnerService:
         window_start = time.perf_counter()
         steps_then = self.trainer.steps
         export_at = window_start
+        pace_at = window_start
         while not self._stop.is_set():
             self._inserted += self.mirror.poll(max_records=512)
             if time.perf_counter() >= export_at:  # also while waiting: the buffer's filling shows
                 self._export_metrics()
                 export_at = time.perf_counter() + 5.0
+            if self.dqn is not None and time.perf_counter() >= pace_at:
+                self._pace_actors()
+                pace_at = time.perf_counter() + 0.25
             if self.mirror.size < min(replay.min_positions, replay.window_positions):
                 time.sleep(0.05)
                 continue
@@ -131,7 +151,7 @@ class LearnerService:
             if batch is None:
                 time.sleep(0.02)  # the ratio limiter says: wait for self-play
                 continue
-            self._last = self.trainer.step(batch)
+            self._last = self.dqn.step(batch) if self.dqn is not None else self.trainer.step(batch)
             self._sampled += batch_size
             self._after_step()
             now = time.perf_counter()
@@ -139,6 +159,16 @@ class LearnerService:
                 self._rate = (self.trainer.steps - steps_then) / (now - window_start)
                 window_start, steps_then = now, self.trainer.steps
         self.checkpoint()
+
+    def _pace_actors(self) -> None:
+        """DQN: ask the actors to wait while they are ahead of the ratio limiter (its
+        ``can_insert``), as Reverb's limiter blocks inserts. DQN actors play far faster than a
+        learner on the same CPUs trains (no search), and a transition never sampled is a wasted
+        one; AlphaZero's actors are never paused."""
+        ahead = self.limiter is not None and not self.limiter.can_insert(0)
+        if ahead != self._paused:
+            self._paused = ahead
+            self.registry.pause_actors.remote(ahead)
 
     def _after_step(self) -> None:
         steps = self.trainer.steps
@@ -184,6 +214,8 @@ class LearnerService:
     def checkpoint(self) -> Path:
         """Write a checkpoint now (atomic; the newest few are kept)."""
         extra = {"stage": self.stage, "config": self.run_config, "config_hash": self.config_hash}
+        if self.dqn is not None:
+            extra.update(self.dqn.checkpoint_extra())
         return save_checkpoint(self.checkpoints, self.trainer, extra)
 
     def stop(self) -> None:
@@ -213,8 +245,12 @@ class LearnerService:
         m, last = self.metrics, self._last
         m.set("hopzero_learner_steps_per_second", self._rate)
         m.set("hopzero_learner_lr", last.get("lr", 0.0))
-        for term, key in (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2"),
-                          ("opponent", "opponent_ce")):
+        if self.dqn is not None:
+            terms = (("total", "total"), ("huber", "huber"), ("l2", "l2"))
+        else:
+            terms = (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2"),
+                     ("opponent", "opponent_ce"))
+        for term, key in terms:
             if term != "opponent" or key in last:
                 m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
         m.set("hopzero_replay_window_positions", self.mirror.size)

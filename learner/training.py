@@ -35,7 +35,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -400,16 +400,28 @@ class Trainer:
         planes, policy, value, opponent = _batch_tensors(batch, self.net_config, self.device)
         if self.channels_last:
             planes = planes.contiguous(memory_format=torch.channels_last)
+
+        def terms() -> dict[str, Tensor]:
+            return _terms(self.model(planes), policy, value, opponent, self._l2_params, l2=cfg.l2,
+                          value_loss_weight=cfg.value_loss_weight, opponent_loss_weight=cfg.opponent_loss_weight)
+
+        return self.optimise(terms)
+
+    def optimise(self, terms: Callable[[], dict[str, Tensor]]) -> dict[str, float]:
+        """One optimiser step on the loss ``terms()`` computes (a dict of 0-d tensors, its
+        ``"total"`` the loss to minimise), run in training mode under the trainer's autocast:
+        the learning rate of this step, gradient clipping, the AMP scaler, ``steps += 1``.
+        Returns every term as a float, with ``grad_norm``, ``lr``, ``skipped`` and ``scale``
+        (see :meth:`step`)."""
+        cfg = self.config
         lr = lr_at(cfg, self.steps)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         self.model.train()
         with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self.amp):
-            outputs = self.model(planes)
-        terms = _terms(outputs, policy, value, opponent, self._l2_params, l2=cfg.l2,
-                       value_loss_weight=cfg.value_loss_weight, opponent_loss_weight=cfg.opponent_loss_weight)
+            computed = terms()
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(terms["total"]).backward()
+        self.scaler.scale(computed["total"]).backward()
         self.scaler.unscale_(self.optimizer)
         params = [p for p in self.model.parameters() if p.grad is not None]
         if cfg.grad_clip > 0:
@@ -417,11 +429,10 @@ class Trainer:
         else:
             grad_norm = nn.utils.get_total_norm([p.grad for p in params], foreach=True)
         # One device-to-host transfer for the losses and the norm (not one per number).
-        parts = [terms["total"], terms["value_mse"], terms["policy_ce"], terms["l2"], grad_norm.float()]
-        if opponent is not None:
-            parts.append(terms["opponent_ce"])
-        values = torch.stack([t.detach() for t in parts]).tolist()
-        finite = math.isfinite(values[4])
+        names = list(computed)
+        values = torch.stack([computed[k].detach().float() for k in names] + [grad_norm.detach().float()]).tolist()
+        out = dict(zip(names, values[:-1]))
+        finite = math.isfinite(values[-1])
         scale = float(self.scaler.get_scale()) if self.scaler.is_enabled() else 1.0
         if self.scaler.is_enabled():
             self.scaler.step(self.optimizer)  # skips the update itself when gradients overflowed
@@ -430,13 +441,9 @@ class Trainer:
             self.optimizer.step()
         else:
             log.warning("step %d: non-finite gradient norm (loss %s); update skipped",
-                        self.steps, values[0])
+                        self.steps, out["total"])
         self.steps += 1
-        out = {"total": values[0], "value_mse": values[1], "policy_ce": values[2], "l2": values[3],
-               "grad_norm": values[4], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
-        if opponent is not None:
-            out["opponent_ce"] = values[5]
-        return out
+        return {**out, "grad_norm": values[-1], "lr": lr, "skipped": 0.0 if finite else 1.0, "scale": scale}
 
     @property
     def checkpoint_due(self) -> bool:

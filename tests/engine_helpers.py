@@ -8,7 +8,7 @@ from ccengine import _core
 def scratch_hash(state: _core.State) -> int:
     """The Zobrist hash recomputed in Python from the published keys."""
     tables = state.tables
-    h = tables.zobrist_side if state.to_move == 1 else 0
+    h = tables.zobrist_turn(state.to_move)
     for cell, owner in enumerate(state.board):
         if owner >= 0:
             h ^= tables.zobrist(owner, cell)

@@ -58,6 +58,10 @@ CASES = {
         ("--preset", "cc49", "--sims", "8", "--positions", "2", "--seed", "1"),
         {"mean_s", "median_s", "max_s", "first_s", "loop_lag_max_ms", "positions", "player", "sims"},
     ),
+    "games": (
+        ("--preset", "star3", "--games", "3", "--seed", "1"),
+        {"mean_plies", "mean_legal_moves", "score_by_seat", "wins_by_seat", "draws", "end_reasons", "players"},
+    ),
 }
 
 
@@ -120,6 +124,7 @@ def test_seed_decides_what_is_measured():
         (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
         (["bench", "frobnicate"], ["invalid choice", "movegen"]),
         (["bench", "reply", "--preset", "small-4-3"], ["no shipped model", "small-4-3"]),
+        (["bench", "games", "--preset", "star4", "--player", "alphabeta"], ["two-player games only", "star4"]),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args, words):
@@ -128,6 +133,13 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     for word in words:
         assert word in proc.stderr
+
+
+def test_games_score_every_seat_of_six_players():
+    data = run_json("bench", "games", "--preset", "star6", "--games", "4", "--seed", "2")
+    assert data["players"] == 6 and len(data["score_by_seat"]) == 6
+    assert sum(data["score_by_seat"]) == pytest.approx(4.0, abs=0.01)
+    assert sum(data["end_reasons"].values()) == 4 and data["mean_plies"] > 60
 
 
 def test_a_bad_positions_file_names_its_line(tmp_path):

@@ -24,7 +24,7 @@ from learner.backends import BACKENDS, resolve_backend
 from learner.inference import Inference
 from learner.model import NetConfig, NetworkConfig, PolicyValueNet
 from learner.model_files import shipped_model_path
-from learner.network_evaluator import NetworkEvaluator
+from learner.network_evaluator import NetworkEvaluator, network_inference
 from learner.network_player import network_player  # registers the mcts player
 
 # Every board shape and size: the seed's, ours, the big rhombus, a small one, the star.
@@ -82,7 +82,7 @@ def evaluators(rules, encoding: str, backends: tuple[str, ...], size: str = "fas
                 buffer.normal_(0, 0.1)
             elif name.endswith("running_var"):
                 buffer.uniform_(0.5, 1.5)
-    return [NetworkEvaluator(rules, enc, Inference(model, backend=b, device="cpu", threads=1)) for b in backends]
+    return [NetworkEvaluator(rules, enc, network_inference(rules, enc, model, backend=b)) for b in backends]
 
 
 def assert_agree(reference, other, batches) -> None:
@@ -165,10 +165,15 @@ def test_torch_compile_agrees_with_eager():
     assert_agree(eager, compiled, leaf_batches(rules, 3, games=4, moves=4))
 
 
-def test_auto_is_onnx_on_cpu_and_eager_on_cuda():
-    assert resolve_backend("auto", "cpu") == "onnx"
+def test_auto_is_int8_on_cpu_and_eager_on_cuda():
+    assert resolve_backend("auto", "cpu") == "onnx-int8"
     assert resolve_backend("auto", "cuda") == "eager"
-    assert Inference(PolicyValueNet(NetConfig.paper()), device="cpu").backend == "onnx"
+    rules = preset("paper")
+    enc = encoding_for(rules, "paper", history=3)
+    model = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, "paper"))
+    assert network_inference(rules, enc, model).backend == "onnx-int8"
+    # Without positions of the game to calibrate on, auto stays in float32.
+    assert Inference(model, device="cpu").backend == "onnx"
     with pytest.raises(ValueError, match="unknown inference backend 'tensorrt'"):
         Inference(PolicyValueNet(NetConfig.paper()), backend="tensorrt")
 
@@ -215,16 +220,91 @@ def test_a_self_play_worker_takes_new_weights_without_restarting():
 
 def test_the_config_and_the_spec_choose_the_backend():
     assert NetworkConfig().backend == "auto"
-    assert set(BACKENDS) == {"auto", "eager", "compile", "onnx"}
+    assert set(BACKENDS) == {"auto", "eager", "compile", "onnx", "onnx-int8"}
     with pytest.raises(ValueError, match="backend"):
         NetworkConfig(backend="tpu")
     assert network_player is not None
     rules = preset("cc49")
     player = make_player("mcts:model=shipped,sims=4,backend=eager", rules, 1)
     assert player.evaluator.inner.inference.backend == "eager"  # behind the player's evaluation cache
-    assert make_player("mcts:model=shipped,sims=4", rules, 1).evaluator.inner.inference.backend == "onnx"
-    with pytest.raises(PlayerSpecError, match="backend='gpu'.*a backend \\(auto, eager, compile, onnx\\)"):
+    assert make_player("mcts:model=shipped,sims=4", rules, 1).evaluator.inner.inference.backend == "onnx-int8"
+    with pytest.raises(PlayerSpecError, match="backend='gpu'.*a backend \\(auto, eager, compile, onnx, onnx-int8\\)"):
         make_player("mcts:model=shipped,sims=4,backend=gpu", rules, 1)
+
+
+# ---- 8 bits ------------------------------------------------------------------------------------
+
+
+def int8_gap(reference, int8, batches) -> dict[str, float]:
+    """How far ``int8``'s priors (L1 per position) and values are from ``reference``'s."""
+    l1, dv = [], []
+    for batch in batches:
+        (p0, v0), (p1, v1) = reference.evaluate(*batch), int8.evaluate(*batch)
+        l1.append(np.abs(p0 - p1).sum(axis=1))
+        dv.append(np.abs(v0 - v1))
+    l1, dv = np.concatenate(l1), np.concatenate(dv)
+    return {"l1_mean": l1.mean(), "l1_max": l1.max(), "value_mean": dv.mean(), "value_max": dv.max()}
+
+
+@pytest.mark.parametrize(("name", "encoding"), [("paper", "paper"), ("cc49", "general"), ("star2", "general")])
+def test_int8_stays_close_to_eager_on_the_leaves(name, encoding):
+    rules = preset(name)
+    eager, int8 = evaluators(rules, encoding, ("eager", "onnx-int8"))
+    assert int8.inference.backend == "onnx-int8"
+    gap = int8_gap(eager, int8, leaf_batches(rules, 3))
+    # Measured: priors 0.005-0.012 apart (L1) on average, values 0.002-0.013.
+    assert gap["l1_mean"] <= 0.03 and gap["l1_max"] <= 0.08, gap
+    assert gap["value_mean"] <= 0.03 and gap["value_max"] <= 0.15, gap
+
+
+@pytest.mark.parametrize("name", ["cc49", "star2"])
+def test_int8_of_a_trained_network_stays_close(name):
+    from learner.network_evaluator import load_network_evaluator
+
+    rules = preset(name)
+    eager, int8 = (load_network_evaluator(rules, shipped_model_path(rules), backend=b) for b in ("eager", "onnx-int8"))
+    gap = int8_gap(eager, int8, leaf_batches(rules, 3))
+    assert gap["l1_mean"] <= 0.12 and gap["value_mean"] <= 0.06, gap
+    assert gap["l1_mean"] > 0  # really 8 bits, not float32
+
+
+def test_new_weights_reach_the_int8_session():
+    rules = preset("cc49")
+    eager, int8 = evaluators(rules, "general", ("eager", "onnx-int8"))
+    batches = leaf_batches(rules, 3, games=4, moves=4)
+    before = int8.evaluate(*batches[-1])
+    torch.manual_seed(7)
+    weights = PolicyValueNet(int8.inference.config).state_dict()
+    for evaluator in (eager, int8):
+        evaluator.inference.load_state_dict(weights)
+    gap = int8_gap(eager, int8, batches)
+    assert gap["l1_mean"] <= 0.03 and gap["value_mean"] <= 0.03, gap
+    assert np.abs(int8.evaluate(*batches[-1])[0] - before[0]).max() > 1e-2  # the new network
+
+
+def test_int8_needs_calibration_and_the_cpu():
+    model = PolicyValueNet(NetConfig.paper())
+    with pytest.raises(ValueError, match="onnx-int8 backend needs calibration planes"):
+        Inference(model, backend="onnx-int8", device="cpu")
+    with pytest.raises(ValueError, match="runs on the CPU only, not on cuda"):
+        resolve_backend("onnx-int8", "cuda")
+    with pytest.raises(ValueError, match="calibration planes must be a non-empty"):
+        Inference(model, backend="onnx-int8", device="cpu", calibration=np.zeros((0, 7, 7, 7), dtype=np.float32))
+
+
+def test_calibration_planes_are_positions_of_the_game():
+    from learner.onnx_backend import calibration_planes
+
+    rules = preset("cc49")
+    enc = encoding_for(rules, "general", history=3)
+    planes = calibration_planes(rules, enc, positions=64, seed=3)
+    assert planes.shape == (64, *enc.input_shape) and not planes.flags.writeable
+    assert np.array_equal(planes, calibration_planes(rules, enc, positions=64, seed=3))
+    assert not np.array_equal(planes, calibration_planes(rules, enc, positions=64, seed=4))
+    assert set(np.unique(planes)) <= {0.0, 1.0}
+    assert (planes[:, 0].sum(axis=(1, 2)) == rules.k).all() and (planes[:, 1].sum(axis=(1, 2)) == rules.k).all()
+    player_one_to_move = planes[:, 2 * 3 + rules.k, 0, 0]  # the general encoding's side plane
+    assert 0 < player_one_to_move.sum() < len(planes)  # both sides to move
 
 
 # ---- hopzero export --onnx ----------------------------------------------------------------------

@@ -6,13 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from replay_helpers import random_game_record
 
 from ccengine import Position, encoding_for, new_state, preset
 from ccengine.encoding import index_moves
 from ccengine.symmetry import reflect_planes, reflect_policy
-from learner.records import GameRecord, encode_record
+from learner.records import SCHEMA, GameRecord, encode_record
 from learner.replay import Backoff, MemoryReader, MemoryReplay, RatioLimiter, ReplayReader, WindowMirror
-from replay_helpers import random_game_record
 
 RULES = preset("cc49")
 ENC = encoding_for(RULES, "general")
@@ -91,7 +91,8 @@ def test_reader_skips_bad_records_in_the_middle_and_counts_them():
     store.add_encoded(good[: len(good) // 2])  # truncated
     store.add_encoded(b"\x80\x04\x95 not a record")  # a pickle header
     store.add_encoded(encode_record(dataclasses.replace(recs[1], run_id="run-b")))  # another run's
-    doc_future = good.replace(b"\xa6schema\x01", b"\xa6schema\x09")
+    doc_future = good.replace(b"\xa6schema" + bytes([SCHEMA]), b"\xa6schema\x09")
+    assert doc_future != good
     store.add_encoded(doc_future)
     store.add(recs[1])
     store.add(recs[2])

@@ -1,8 +1,9 @@
 """The star's move generator against OpenSpiel's ``chinese_checkers`` (RULES.md "The 121-hole star").
 
-OpenSpiel plays the same board with the same numbering, but its rules differ: no goal lock, no
-anti-block, no equal turns, no repetition, 1,000 moves. With those options off here
-(:data:`OPEN_RULES`) the legal moves must agree exactly. OpenSpiel's actions are single steps and
+OpenSpiel plays the same board with the same numbering and seats (2, 3, 4 or 6 players), but its
+rules differ: no goal lock, no anti-block, no equal turns, no repetition, 1,000 moves, the first
+player home wins at once (no end of the round), a blocked player passes. With those options off
+here (:data:`OPEN_RULES`, :func:`open_rules`) the legal moves must agree exactly. OpenSpiel's actions are single steps and
 single hops, ``action = cell * 6 + direction`` (directions up-left, up-right, left, right,
 down-left, down-right on its doubled-column drawing), a chain being several actions of one
 player ended by the pass action 726 or by running out of hops; a move here is the set of
@@ -31,8 +32,17 @@ OPEN_DIRECTION = {(0, -1): 0, (1, -1): 1, (-1, 0): 2, (1, 0): 3, (-1, 1): 4, (0,
 START_PERFT_OPEN = STAR_START_PERFT["star2"]
 
 
-def _open_state():
-    return pyspiel.load_game("chinese_checkers", {"players": 2, "max_moves": 1000}).new_initial_state()
+def open_rules(players: int):
+    """The star of ``players`` players with every rule OpenSpiel lacks turned off."""
+    if players == 2:
+        return OPEN_RULES
+    return preset(f"star{players}").replace(
+        goal_lock=False, win_rule="all_own", repetition=0, max_plies=1000, name=f"star{players}-openspiel"
+    )
+
+
+def _open_state(players: int = 2):
+    return pyspiel.load_game("chinese_checkers", {"players": players, "max_moves": 1000}).new_initial_state()
 
 
 def _landing(state, action: int) -> int:
@@ -113,9 +123,11 @@ def _drawing(rules, board) -> str:
 
 
 def _open_board(open_state) -> list[int]:
-    """The owner of each cell, read from OpenSpiel's observation tensor (player 0's view)."""
+    """The owner of each cell, read from OpenSpiel's observation tensor (player 0's view: its
+    planes are the players in order, then the empty cells)."""
     obs = open_state.observation_tensor(0)
-    return [next((p for p in (0, 1) if obs[p * 121 + i]), -1) for i in range(121)]
+    players = open_state.num_players()
+    return [next((p for p in range(players) if obs[p * 121 + i]), -1) for i in range(121)]
 
 
 def test_numbering_agrees_with_openspiel_board():
@@ -174,3 +186,54 @@ def test_witness_paths_are_openspiel_chains():
         _play_both(copy_ours, copy_theirs, move)
         assert _open_board(copy_theirs) == list(copy_ours.board)
     assert hops > 0  # the position has chains of several hops, so the paths were exercised
+
+
+# ---------------------------------------------------------------------------------------------
+# Three, four and six players
+# ---------------------------------------------------------------------------------------------
+
+MULTI = (3, 4, 6)
+
+
+@pytest.mark.parametrize("players", MULTI)
+def test_numbering_and_seats_agree_with_openspiel(players: int):
+    rules = open_rules(players)
+    ours, theirs = ReferenceState(rules), _open_state(players)
+    assert str(theirs) == _drawing(rules, ours.board) + "\nPlayer: 0"
+    assert _open_board(theirs) == list(ours.board)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("players", MULTI)
+def test_multi_player_start_perft_agrees_with_openspiel(players: int, depth: int):
+    ours = perft(ReferenceState(open_rules(players)), depth)
+    assert ours == STAR_START_PERFT[f"star{players}"][depth - 1]
+    assert _open_perft(_open_state(players), depth) == ours
+
+
+def compare_random_games(players: int, positions: int, seed: int) -> int:
+    """Play forward-biased games in both engines until ``positions`` positions compared: the
+    legal moves and boards agree at every one. Returns the number of positions compared."""
+    rules, rng, compared = open_rules(players), random.Random(seed), 0
+    while compared < positions:
+        ours, theirs = ReferenceState(rules), _open_state(players)
+        # OpenSpiel ends the game when the first player is home; ours at the end of that round.
+        while not ours.is_terminal() and not theirs.is_terminal() and compared < positions:
+            assert theirs.current_player() == ours.to_move
+            moves = ours.legal_moves()
+            open_moves = _open_moves(theirs)
+            assert set(moves) == set(open_moves), f"ply {ours.ply}: {sorted(set(moves) ^ set(open_moves))}"
+            assert _open_board(theirs) == list(ours.board)
+            compared += 1
+            _play_both(ours, theirs, _forward_biased(ours, moves, rng))
+        if theirs.is_terminal() and not ours.is_terminal():
+            winner = max(range(players), key=lambda p: theirs.returns()[p])
+            assert all(ours.board[i] == winner for i in rules.geometry.goal(winner))
+    return compared
+
+
+@pytest.mark.parametrize("players", MULTI)
+def test_multi_player_legal_moves_agree_on_300_random_positions(players: int):
+    """More positions: ``python -c 'import test_star_openspiel as t; t.compare_random_games(6, 5000, 1)'``
+    from tests/."""
+    assert compare_random_games(players, 300, 20261124 + players) == 300

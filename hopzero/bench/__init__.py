@@ -18,13 +18,25 @@ import argparse
 from types import ModuleType
 from typing import Any
 
-from hopzero.bench import actor, alphabeta, heuristic, learner, match, movegen, network, replay, reply, selfplay
+from hopzero.bench import (
+    actor,
+    alphabeta,
+    games,
+    heuristic,
+    learner,
+    match,
+    movegen,
+    network,
+    replay,
+    reply,
+    selfplay,
+)
 from hopzero.bench.common import ArgKit, BenchError, Report, machine
 
 __all__ = ["BENCHMARKS", "ArgKit", "BenchError", "Report", "add_parsers", "run"]
 
 _MODULES: tuple[ModuleType, ...] = (
-    movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay, reply,
+    movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay, reply, games,
 )
 
 #: Every benchmark by name, in the order ``hopzero bench --help`` lists them.

@@ -95,8 +95,8 @@ def add_backend_argument(p: argparse.ArgumentParser) -> None:
     from learner.backends import BACKENDS
 
     p.add_argument("--backend", choices=BACKENDS, default="auto",
-                   help="network inference: auto (onnx on CPU, eager on CUDA), eager, compile (slow first "
-                        "call), onnx (default auto)")
+                   help="network inference: auto (onnx-int8 on CPU, eager on CUDA), eager, compile (slow first "
+                        "call), onnx, onnx-int8 (default auto)")
 
 
 def int_list_arg(minimum: int, what: str) -> Callable[[str], list[int]]:

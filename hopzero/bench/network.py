@@ -81,6 +81,7 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
 
 def run(args: argparse.Namespace) -> Report:
     """The command: one network, timed at each ``--batch`` size."""
+    import numpy as np
     import torch
 
     from learner.inference import Inference
@@ -89,8 +90,10 @@ def run(args: argparse.Namespace) -> Report:
     rules: Rules = args.preset
     config = NetConfig.for_rules(rules, args.in_planes, args.size)
     torch.manual_seed(args.seed)
+    # The untrained network sees random 0/1 planes: onnx-int8 sets its ranges on the same kind.
+    calibration = np.random.default_rng(args.seed).integers(0, 2, size=(256, args.in_planes, config.n, config.n))
     inference = Inference(PolicyValueNet(config), device=args.device, threads=args.threads,
-                          max_batch=max(args.batch), backend=args.backend)
+                          max_batch=max(args.batch), backend=args.backend, calibration=calibration.astype(np.float32))
     timings = [bench_network(inference, batch=b, seconds=args.seconds, moves=args.moves, seed=args.seed)
                for b in args.batch]
     data = {

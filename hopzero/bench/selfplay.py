@@ -206,7 +206,8 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
         help="network input (default paper; general on the star, which has no paper encoding)",
     )
     p.add_argument("--backend", type=_names, default=["auto"], metavar="B[,B...]",
-                   help="inference backend of each setup: auto (onnx on CPU), eager, compile, onnx (default auto)")
+                   help="inference backend of each setup: auto (onnx-int8 on CPU), eager, compile, onnx, onnx-int8 "
+                        "(default auto)")
     p.add_argument("--cache", type=int_list_arg(0, "cache size"), default=[0], metavar="N[,N...]",
                    help="evaluation-cache positions of each setup, 0 = none (default 0, as self-play); "
                         "one value applies to every setup")

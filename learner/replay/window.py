@@ -168,6 +168,9 @@ class WindowMirror:
 
     def add_record(self, rec: GameRecord) -> int:
         """Insert a (decoded, validated) record's trainable positions; return how many."""
+        if rec.kind != "search":  # a DQN game's one-hot choices are no search targets
+            self._skip("foreign", f"a {rec.kind} record reached an AlphaZero learner")
+            return 0
         try:
             rules = Rules.from_dict(rec.rules)
         except (RulesError, TypeError, ValueError) as exc:

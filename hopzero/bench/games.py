@@ -1,0 +1,100 @@
+"""``hopzero bench games``: games of one player SPEC in every seat, for any number of players.
+
+What the games look like rather than how fast they go: mean length in plies, legal moves per
+position, the score each seat collected (the result vector summed over the games: a win counts
+1, a shared win its share, a draw 1/N to every seat), the games each seat won or shared, and the
+end reasons. Each player's first ``--random-opening`` moves are uniformly random (the seed
+paper's evaluation protocol), so that games differ; game ``g``'s seat ``p`` draws its moves from
+``SeedSequence([seed, g, p])``. Two-player presets work too (their score vectors are
+``(1, 0)``, ``(0, 1)`` or ``(0.5, 0.5)``); ``hopzero match`` is the two-player match of two SPECs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+import numpy as np
+
+from ccengine.engines import new_state
+from ccengine.players import PlayerSpecError, make_player
+from ccengine.rules import Rules
+from hopzero.bench.common import ArgKit, BenchError, Report
+
+__all__ = ["NAME", "SUMMARY", "add_arguments", "play_games", "run"]
+
+NAME = "games"
+SUMMARY = "games of one player in every seat (any number of players): length, moves, scores by seat"
+
+
+def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
+    """``--player``, ``--games``, ``--random-opening``."""
+    p.add_argument("--player", default="greedy", metavar="SPEC", help="the player of every seat (default greedy)")
+    p.add_argument("--games", type=kit.int_at_least(1), default=100, metavar="G", help="games (default 100)")
+    p.add_argument("--random-opening", type=kit.int_at_least(0), default=3, metavar="M",
+                   help="uniformly random first moves of each player (default 3, the seed's protocol)")
+
+
+def play_games(rules: Rules, spec: str, *, games: int, seed: int, random_opening: int = 3) -> dict[str, object]:
+    """Play ``games`` games of ``spec`` in every seat on the compiled engine; the statistics."""
+    players = rules.geometry.players
+    plies = positions = legal = 0
+    score = np.zeros(players)
+    won = np.zeros(players, dtype=np.int64)
+    reasons: Counter[str] = Counter()
+    start = time.perf_counter()
+    for g in range(games):
+        streams = [np.random.SeedSequence([seed, g, p]) for p in range(players)]
+        seats = [make_player(spec, rules, stream) for stream in streams]
+        openers = [np.random.default_rng(stream.spawn(1)[0]) for stream in streams]
+        state = new_state(rules)
+        while not state.is_terminal():
+            moves = state.legal_moves()
+            positions += 1
+            legal += len(moves)
+            mover = state.to_move
+            if state.ply < random_opening * players:
+                move = moves[int(openers[mover].integers(len(moves)))]
+            else:
+                move = seats[mover].select(state)
+            state.play(move)
+        scores = state.scores()
+        plies += state.ply
+        score += scores
+        if min(scores) < max(scores):  # a draw shares the point but is nobody's win
+            won += np.asarray(scores) > 0
+        reasons[state.end_reason] += 1
+    return {
+        "preset": rules.name,
+        "player": spec,
+        "players": players,
+        "games": games,
+        "random_opening": random_opening,
+        "mean_plies": round(plies / games, 2),
+        "mean_legal_moves": round(legal / positions, 2),
+        "score_by_seat": [round(float(x), 3) for x in score],
+        "wins_by_seat": [int(x) for x in won],
+        "draws": int(sum(n for r, n in reasons.items() if r in ("repetition", "max_plies", "no_move"))),
+        "end_reasons": dict(sorted(reasons.items())),
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
+def run(args: argparse.Namespace) -> Report:
+    """The command."""
+    try:
+        make_player(args.player, args.preset)
+    except PlayerSpecError as exc:
+        raise BenchError(str(exc)) from None
+    d = play_games(args.preset, args.player, games=args.games, seed=args.seed, random_opening=args.random_opening)
+    text = "\n".join(
+        [
+            f"{d['games']} games of {d['player']} in all {d['players']} seats of {d['preset']} "
+            f"(first {d['random_opening']} moves of each player random), {d['seconds']} s:",
+            f"  mean plies {d['mean_plies']}, legal moves per position {d['mean_legal_moves']}",
+            f"  score by seat {d['score_by_seat']}, games won (or shared) by seat {d['wins_by_seat']}",
+            f"  draws {d['draws']}; end reasons {d['end_reasons']}",
+        ]
+    )
+    return Report(d, text)
