@@ -311,6 +311,13 @@ class PolicyValueNet(nn.Module):
         _init_modules(self)
 
     def forward(self, x: Tensor) -> tuple[Tensor, ...]:
+        return self.heads(x, opponent=self.config.opponent_head)
+
+    def heads(self, x: Tensor, *, opponent: bool) -> tuple[Tensor, ...]:
+        """``forward`` with the opponent head's output asked for or not: without it, the head
+        is not computed (self-play's ONNX graph leaves it out)."""
+        if opponent and not self.config.opponent_head:
+            raise ValueError("this network has no opponent head")
         x = torch.relu(self.stem(x))
         x = self.blocks(x)
         p = torch.relu(self.policy_conv(x))
@@ -318,7 +325,7 @@ class PolicyValueNet(nn.Module):
         v = torch.relu(self.value_conv(x))
         v = torch.relu(self.value_fc1(torch.flatten(v, 1)))
         v = torch.tanh(self.value_fc2(v)).squeeze(-1)
-        if not self.config.opponent_head:
+        if not opponent:
             return p, v
         o = torch.relu(self.opponent_conv(x))
         return p, v, self.opponent_fc(torch.flatten(o, 1))

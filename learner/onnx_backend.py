@@ -60,19 +60,32 @@ def output_names(net: PolicyValueNet) -> tuple[str, ...]:
 OPSET = 17
 
 
-def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None) -> bytes:
+class _PolicyValueOnly(torch.nn.Module):
+    """A network's policy and value alone: the graph self-play runs leaves the opponent head out."""
+
+    def __init__(self, net: PolicyValueNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.net.heads(x, opponent=False)
+
+
+def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None, *, opponent: bool = True) -> bytes:
     """``net`` (in eval mode; fold its batch norms first for speed) as a serialized ONNX model,
-    with ``metadata`` as the model's metadata properties (string keys and values)."""
+    with ``metadata`` as the model's metadata properties (string keys and values); without
+    ``opponent``, the graph has the policy and value outputs only, whatever heads ``net`` has."""
     cfg = net.config
     example = torch.zeros(1, cfg.in_planes, cfg.n, cfg.n, dtype=next(net.parameters()).dtype)
     buffer = io.BytesIO()
-    names = output_names(net)
+    names = output_names(net) if opponent else OUTPUT_NAMES
+    module = net if opponent else _PolicyValueOnly(net)
     with warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of torch.export's, which needs the
         # onnxscript package and minutes more; this network is plain convolutions and both agree.
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            net,
+            module,
             (example,),
             buffer,
             input_names=[INPUT_NAME],
@@ -136,7 +149,7 @@ def _quantize(net: PolicyValueNet, planes: np.ndarray) -> bytes:
     level = root.level
     with tempfile.TemporaryDirectory(prefix="hopzero-int8-") as tmp:
         raw, prepared, quantized = (Path(tmp) / name for name in ("raw.onnx", "prepared.onnx", "int8.onnx"))
-        raw.write_bytes(onnx_bytes(net))
+        raw.write_bytes(onnx_bytes(net, opponent=False))
         try:
             # The quantizer reports on the root logger; its advice is for other graphs.
             root.setLevel(logging.ERROR)
@@ -199,8 +212,9 @@ def onnx_providers(device: torch.device) -> list[str]:
 
 
 class OnnxRunner:
-    """``runner(planes) -> (logits, values)``: one ONNX Runtime session for one network;
-    :meth:`opponent` adds the opponent head's logits.
+    """``runner(planes) -> (logits, values)``: one ONNX Runtime session for one network, its graph
+    without the opponent head; :meth:`opponent` adds the head's logits from a second session with
+    it (float32 even for an 8-bit runner), made at its first call.
 
     ``threads``: the session's intra-op threads (an actor: 1). ``calibration``: planes to
     quantize the network to 8 bits with (:func:`int8_onnx_bytes`); None: float32. :meth:`load`
@@ -223,9 +237,12 @@ class OnnxRunner:
 
     def load(self, net: PolicyValueNet) -> None:
         """Run ``net`` (eval mode) from now on."""
-        graph = onnx_bytes(net) if self.calibration is None else int8_onnx_bytes(net, self.calibration)
+        # Self-play's graph leaves the opponent head out; opponent() makes a second session.
+        graph = onnx_bytes(net, opponent=False) if self.calibration is None else int8_onnx_bytes(net, self.calibration)
         self.session = self._ort.InferenceSession(graph, self.options, providers=self.providers)
         self.has_opponent = bool(net.config.opponent_head)
+        self._net = net
+        self._full: Any = None  # the session with the opponent head, made when first asked
 
     def __call__(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``planes`` float32 ``(B, in_planes, n, n)`` -> float32 ``(B, policy_size)``, ``(B,)``."""
@@ -236,7 +253,9 @@ class OnnxRunner:
         """``planes`` -> ``(logits, values, opponent_logits)``; the network must have the head."""
         if not self.has_opponent:
             raise ValueError("this network has no opponent head")
-        logits, values, opponent = self.session.run([*OUTPUT_NAMES, OPPONENT_OUTPUT], {INPUT_NAME: planes})
+        if self._full is None:
+            self._full = self._ort.InferenceSession(onnx_bytes(self._net), self.options, providers=self.providers)
+        logits, values, opponent = self._full.run([*OUTPUT_NAMES, OPPONENT_OUTPUT], {INPUT_NAME: planes})
         return logits, values.reshape(-1), opponent
 
 
