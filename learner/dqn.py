@@ -33,7 +33,6 @@ from torch import Tensor
 
 from ccengine.encoding import Encoding
 from ccengine.fields import FieldError, check_fields, checked
-from ccengine.rules import Rules, RulesError
 from ccengine.symmetry import reflect_planes, reflect_policy
 from learner.records import GameRecord
 from learner.replay.limiter import RatioLimiter
@@ -236,16 +235,7 @@ class TransitionWindow(WindowMirror):
 
     def add_record(self, rec: GameRecord) -> int:
         """Insert a (decoded, validated) ``dqn`` record's transitions; return how many."""
-        if rec.kind != "dqn":
-            self._skip("foreign", f"a {rec.kind} record reached a DQN learner")
-            return 0
-        try:
-            rules = Rules.from_dict(rec.rules)
-        except (RulesError, TypeError, ValueError) as exc:
-            self._skip("malformed", str(exc))
-            return 0
-        if rules != self.rules:
-            self._skip("foreign", f"rules of preset {rec.preset!r} differ from the learner's {self.rules.name!r}")
+        if not self._admits(rec, "dqn", "a DQN"):
             return 0
         self.records += 1
         steps = n_step_transitions(rec, n=self.config.n_step, gamma=self.config.gamma)

@@ -194,6 +194,18 @@ class Inference:
 
     # ---- evaluation ---------------------------------------------------------------------------
 
+    def _checked(
+        self, planes: np.ndarray, legal: np.ndarray, counts: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The inputs of an evaluation as arrays, checked: ``(planes, legal, mask)``."""
+        planes = np.ascontiguousarray(planes, dtype=np.float32)
+        legal = np.asarray(legal)
+        counts = None if counts is None else np.asarray(counts)
+        self._check(planes, legal, counts)
+        mask = self._mask_np(legal, counts)
+        self._check_indices(legal, mask)
+        return planes, legal, mask
+
     def _check(self, planes: np.ndarray, legal: np.ndarray, counts: np.ndarray | None) -> None:
         cfg = self.config
         if planes.ndim != 4 or planes.shape[1:] != (cfg.in_planes, cfg.n, cfg.n):
@@ -227,12 +239,7 @@ class Inference:
         number of real entries per row; None means negative entries are padding.
         Returns :class:`Evaluation` ``(priors (B, M) float32, values (B,) float32)``, fresh arrays.
         """
-        planes = np.ascontiguousarray(planes, dtype=np.float32)
-        legal = np.asarray(legal)
-        counts = None if counts is None else np.asarray(counts)
-        self._check(planes, legal, counts)
-        mask = self._mask_np(legal, counts)
-        self._check_indices(legal, mask)
+        planes, legal, mask = self._checked(planes, legal, counts)
         if planes.shape[0] == 0:
             return Evaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32))
         if self.cuda and self._onnx is None:
@@ -254,12 +261,7 @@ class Inference:
         run for all three. A network without the opponent head is a ``ValueError``."""
         if not self.config.opponent_head:
             raise ValueError("this network has no opponent head (train it with network.opponent_head=true)")
-        planes = np.ascontiguousarray(planes, dtype=np.float32)
-        legal = np.asarray(legal)
-        counts = None if counts is None else np.asarray(counts)
-        self._check(planes, legal, counts)
-        mask = self._mask_np(legal, counts)
-        self._check_indices(legal, mask)
+        planes, legal, mask = self._checked(planes, legal, counts)
         if planes.shape[0] == 0:
             return OpponentEvaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32),
                                       np.zeros((0, self.config.policy_size), np.float32))

@@ -166,18 +166,24 @@ class WindowMirror:
         if log_often(n):
             log.warning("replay mirror: skipped a %s record (%s; %d so far)", kind, why, n)
 
-    def add_record(self, rec: GameRecord) -> int:
-        """Insert a (decoded, validated) record's trainable positions; return how many."""
-        if rec.kind != "search":  # a DQN game's one-hot choices are no search targets
-            self._skip("foreign", f"a {rec.kind} record reached an AlphaZero learner")
-            return 0
+    def _admits(self, rec: GameRecord, kind: str, learner: str) -> bool:
+        """Whether ``rec`` is a record of ``kind`` for this window's rules; counts and logs why not."""
+        if rec.kind != kind:
+            self._skip("foreign", f"a {rec.kind} record reached {learner} learner")
+            return False
         try:
             rules = Rules.from_dict(rec.rules)
         except (RulesError, TypeError, ValueError) as exc:
             self._skip("malformed", str(exc))
-            return 0
+            return False
         if rules != self.rules:
             self._skip("foreign", f"rules of preset {rec.preset!r} differ from the learner's {self.rules.name!r}")
+            return False
+        return True
+
+    def add_record(self, rec: GameRecord) -> int:
+        """Insert a (decoded, validated) record's trainable positions; return how many."""
+        if not self._admits(rec, "search", "an AlphaZero"):  # a DQN game's one-hot choices are no search targets
             return 0
         if rec.model_version < self.min_model_version:
             self.skipped["stale"] = self.skipped.get("stale", 0) + 1  # expected at a stage switch: no log
