@@ -45,7 +45,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     # learner
     "hopzero_learner_steps": ("counter", "Learner optimisation steps", ()),
-    "hopzero_learner_loss": ("gauge", "Loss terms of the last step", ("term",)),
+    "hopzero_learner_loss": (
+        "gauge",
+        "Loss terms of the last step (`total`, `value`, `policy`, `l2`; `opponent` with the opponent head; "
+        "a DQN run: `total`, `huber`, `l2`)",
+        ("term",),
+    ),
     "hopzero_learner_lr": ("gauge", "Learning rate", ()),
     "hopzero_learner_steps_per_second": ("gauge", "Learner steps per second", ()),
     # evaluator
