@@ -35,6 +35,12 @@ __all__ = ["LearnerService"]
 log = logging.getLogger("hopzero.learner")
 
 
+#: The oldest model version whose games stage 2 learns from: stage-1 (heuristic) games carry -1;
+#: self-play games carry their network's version, 0 for the untrained network of a run without
+#: stage 1.
+SELFPLAY_MIN_VERSION = 0
+
+
 class LearnerService:
     """Trains the network on the replay window; see the module docstring."""
 
@@ -80,7 +86,8 @@ class LearnerService:
         else:
             self.trainer = Trainer(network.net_config(rules), learner, seed=seed)
             self.stage = 1 if stage1_steps > 0 else 2
-            self._adopt_best()
+            if not self._adopt_best() and self.stage == 2 and dqn is None:
+                self._untrained_first_best()
         self.limiter = self._limiter()
         self.dqn: DQNTrainer | None = None
         if dqn is not None:
@@ -101,7 +108,7 @@ class LearnerService:
                 opponent_target=self.trainer.net_config.opponent_head,
             )
             if self.stage == 2:
-                self.mirror.min_model_version = 1
+                self.mirror.min_model_version = SELFPLAY_MIN_VERSION
         self.rng = np.random.default_rng([seed, self.trainer.steps])
         self.metrics = Metrics()
         self._stop = threading.Event()
@@ -179,20 +186,30 @@ class LearnerService:
         if self.trainer.checkpoint_due:
             self.checkpoint()
 
-    def _adopt_best(self) -> None:
+    def _adopt_best(self) -> bool:
         """Without a checkpoint but with a best model in the registry (the learner's node was
         replaced and its checkpoints went with it), go on from the best model in stage 2: training
-        stage 1 again would put a weaker network in as the best."""
+        stage 1 again would put a weaker network in as the best. Returns whether there was one."""
         import ray
 
         best = ray.get(self.registry.best.remote())
         if best is None:
-            return
+            return False
         version, weights = best
         load_weights_into(self.trainer.model, weights)
         self.trainer.steps = version  # new candidates stay newer than the best
         self.stage = 2
         log.warning("learner without a checkpoint: going on from the best model v%d", version)
+        return True
+
+    def _untrained_first_best(self) -> None:
+        """Tabula rasa (no stage 1): the untrained network, v0, is the first best model, so
+        self-play has a network to start from and the evaluator measures where training began."""
+        import ray
+
+        version, weights = self.trainer.export_weights()
+        ray.get(self.registry.set_best.remote(version, weights))
+        log.info("no stage 1: the untrained network v%d is the first best model", version)
 
     def _finish_stage1(self) -> None:
         """The stage-1 network becomes the first best model; self-play starts with it."""
@@ -202,7 +219,7 @@ class LearnerService:
         self.stage = 2
         self.checkpoint()
         self.mirror.clear()
-        self.mirror.min_model_version = 1
+        self.mirror.min_model_version = SELFPLAY_MIN_VERSION
         self.limiter = self._limiter()
         self.mirror.limiter = self.limiter
         log.info("stage 1 done at step %d: its network is the first best model", version)

@@ -92,6 +92,22 @@ def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, mo
     assert (run_dir / "plots" / "winrate.png").is_file()
 
 
+def test_a_run_without_stage_1_starts_self_play_from_the_untrained_network(local_ray, tmp_path):
+    """Tabula rasa: with stage 1 off, the untrained network is the first best model (v0), so
+    self-play starts at once, and the learner trains on those games."""
+    run_dir = tmp_path / "run"
+    config = tiny_config(1.0, "stage1.enabled=false", "selfplay.rules.adjudicate=distance")
+    train(config, run_dir=str(run_dir), out=open("/dev/null", "w"))
+
+    history = promotion_history(run_dir)
+    assert history and int(history[0].version) == 0, "the untrained network was not the first best"
+    last = snapshots(run_dir)[-1]
+    assert last["selfplay"]["games"] > 0, "self-play never started"
+    assert last["learner"]["steps"] > 0, "the learner did not train on the self-play games"
+    measured = [e for e in RunDir(run_dir).read_jsonl("evaluations.jsonl") if e["kind"] == "greedy"]
+    assert measured and measured[0]["version"] == 0, "the starting point was not measured against greedy"
+
+
 def _run_in_thread(config, run_dir, **kwargs):
     result: dict = {}
 
