@@ -690,7 +690,8 @@ def _add_tournament(sub: Any) -> None:
     p.add_argument("--players", nargs="+", required=True, metavar="SPEC",
                    help="two or more player SPECs (random anchors the ladder at 0, as CCERL does)")
     p.add_argument("--games", type=_int_arg(2, MATCH_MAX_GAMES), default=40, metavar="N",
-                   help="games per pair, even: colour-swapped pairs (default 40)")
+                   help="games per pair, even: colour-swapped pairs (default 40); N players (star3/4/6): per "
+                        "group of N, a multiple of N (every seat rotation)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="tournament seed (default 0)")
     p.add_argument("--random-opening", type=_int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
                    help="random first moves per side (default 3)")
@@ -713,7 +714,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         tournament = Tournament(args.preset, args.players, games=args.games, seed=args.seed,
                                 path=out / "games.jsonl", random_opening=args.random_opening,
                                 parallel=args.parallel, workers=args.workers)
-        total = len(tournament.pairs()) * args.games
+        total = len(tournament.groups()) * args.games
         played = sum(len(v) for v in tournament.load().values())
     except TournamentError as exc:
         raise CliError(str(exc)) from None
@@ -721,12 +722,13 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         sys.stderr.write(f"resuming {out / 'games.jsonl'}: {played} of {total} games already played\n")
     start = time.perf_counter()
 
-    def progress(a: str, b: str, index: int, a_result: int) -> None:
+    def progress(*game: Any) -> None:
         nonlocal played
         played += 1
         if not args.json and (played % max(1, total // 20) == 0 or played == total):
             rate = played / max(time.perf_counter() - start, 1e-9)
-            sys.stderr.write(f"game {played}/{total} ({a} vs {b}), {rate:.1f} games/s\n")
+            who = " vs ".join(game[0] if len(game) == 3 else game[:2])  # (group, ...) or (a, b, ...)
+            sys.stderr.write(f"game {played}/{total} ({who}), {rate:.1f} games/s\n")
 
     result = tournament.run(on_game=progress)
     files = write_outputs(result, out, random_opening=args.random_opening)
