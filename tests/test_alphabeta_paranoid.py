@@ -47,8 +47,10 @@ def _midgame(rules, seed, plies):
     state = _core.State(rules)
     while state.ply < plies and not state.is_terminal():
         moves = state.legal_moves()
-        move = moves[int(rng.integers(len(moves)))] if state.ply < 3 * rules.players else players[state.to_move].select(state)
-        state.play(move)
+        if state.ply < 3 * rules.players:
+            state.play(moves[int(rng.integers(len(moves)))])
+        else:
+            state.play(players[state.to_move].select(state))
     return _core.State(rules, list(state.board), state.to_move, state.ply)  # no history: no repetition to count
 
 
