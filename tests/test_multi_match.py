@@ -181,3 +181,38 @@ def test_the_evaluator_gates_and_measures_n_players(tmp_path):
     assert entry["kind"] == "greedy" and entry["games"] == 6 and entry["fair_share"] == pytest.approx(1 / 3)
     assert entry["score"] < 0.1 and entry["win_rate"] == 0.0 and entry["elo"] < 0
     assert service.ladder.ratings()["v7"] < 0
+
+
+# --- the tournament and the rating of N players ------------------------------------------------
+
+
+def test_a_star3_round_robin_rates_pairwise_comparisons_anchored_and_ordered(tmp_path):
+    from evaluator.tournament import Tournament, TournamentError, write_outputs
+
+    players = ["greedy", "random", "alphabeta:depth=2"]
+    with pytest.raises(TournamentError, match="multiple of 3"):
+        Tournament(STAR3, players[:3], games=4, seed=0, path=tmp_path / "x.jsonl")
+    with pytest.raises(TournamentError, match="at least 3"):
+        Tournament(STAR3, players[:2], games=3, seed=0, path=tmp_path / "x.jsonl")
+    t = Tournament(STAR3, players[:3], games=6, seed=3, path=tmp_path / "games.jsonl")
+    result = t.run()
+    assert result.complete and t.groups() == [tuple(players[:3])]
+    assert all(p.games == 6 for p in result.pairs)  # one group of 6 games: 6 comparisons per pair
+    # the pairs are the match's pairwise comparisons, replayed here with the group's seed
+    seed = int(__import__("numpy").random.SeedSequence([3, 0, 1, 2]).generate_state(1)[0])
+    alone = play_multi_match(STAR3, players[:3], games=6, seed=seed)
+    pair = next(p for p in result.pairs if (p.a, p.b) == ("greedy", "alphabeta:depth=2"))
+    assert (pair.wins, pair.draws, pair.losses) == alone.pairwise(0, 2)
+    standings = {s.player: s for s in result.standings}
+    assert result.anchor == "random" and standings["random"].elo == 0
+    assert standings["greedy"].vs_greedy == 0 and standings["random"].vs_greedy < 0
+    assert standings["random"].elo < min(standings["greedy"].elo, standings["alphabeta:depth=2"].elo)
+    assert [s.elo for s in result.standings] == sorted((s.elo for s in result.standings), reverse=True)
+    assert Tournament(STAR3, players[:3], games=6, seed=3, path=tmp_path / "games.jsonl").run() == result  # resumed
+    files = write_outputs(result, tmp_path / "out", random_opening=3)
+    assert all(f.is_file() for f in files)
+    assert "pairwise comparisons" in result.text()
+    # four players: every three of them play
+    four = Tournament(STAR3, players[:3] + ["greedy-stochastic"], games=3, seed=1, path=tmp_path / "four.jsonl")
+    assert len(four.groups()) == 4
+    assert all(p.games == 2 * 3 for p in four.run().pairs)  # each pair meets in two groups
