@@ -44,6 +44,13 @@ fires as each game finishes (order of completion), and ``should_stop()`` (checke
 finished game) ends the match at once, abandoning the games in flight: a gate that has decided
 needs no more games. The :class:`MatchResult` then covers the finished games only (``games`` is
 their number, ``a_results`` in game-index order).
+
+N players (:func:`play_multi_match`): the same scheduler with N sides. A *set* of N games
+replaces the pair: game ``i`` is rotation ``i % N`` of set ``i // N``, player ``k`` in seat
+``(k + i) % N``; the set's games share the opening's stream and each game seeds each player
+from its own (:func:`game_seeds`, which for two players gives the pairs' seeds above), and the
+opening is each player's first ``random_opening`` moves. Everything said above of ``parallel``,
+``workers``, search sides and stopping holds as for two.
 """
 
 from __future__ import annotations
