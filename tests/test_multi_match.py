@@ -87,9 +87,15 @@ def test_bad_input_is_named():
         play_multi_match(STAR3, [one, "random", one], games=3, seed=0)
 
 
-def test_match_command_plays_n_players_and_prints_per_player_and_per_seat():
+def test_match_command_plays_n_players_and_prints_per_player_and_per_seat(tmp_path):
+    from evaluator.results import read_results
+
+    out = tmp_path / "results.jsonl"
     data = run_json("match", "--preset", "star3", "--players", "greedy", "random", "random", "--games", "3",
-                    "--seed", "1")
+                    "--seed", "1", "--out", str(out))
+    lines = read_results(out)  # greedy against each random, none between the two randoms
+    assert [(x["a"], x["b"], x["games"]) for x in lines] == [("greedy", "random", 3)] * 2
+    assert sum(x["a_wins"] for x in lines) == sum(p["wins"] for p in data["pairwise"][:2])
     assert data["players"] == ["greedy", "random", "random"] and data["games"] == 3
     assert [len(r["by_seat"]) for r in data["results"]] == [3, 3, 3]
     assert data["results"][0]["wins"] == 3
