@@ -21,6 +21,19 @@ score needs no ply adjustment and a stored value is the same depth's value (the 
 the exact depth-D minimax value). Entries carry the search's generation: a new search ignores
 every older one without clearing the table.
 
+Three or more players (``star3``, ``star4``, ``star6``): *paranoid* search (Sturtevant and Korf,
+"On pruning techniques for multi-player games", 2000): the player to move at the root (the
+searcher) maximises, every other player is assumed to play against it and minimises the same
+score, so the game is a two-sided minimax and alpha-beta prunes as for two players (plain
+alpha-beta here, with the table; no null windows). Scores are from the searcher's point of view:
+a finished game is ``MATE - d`` when the searcher won alone, ``MATE / 2 - d`` when it shares the
+win, 0 for a draw and ``-(MATE - d)`` when another player won without it; at the horizon the
+evaluation is the searcher's term minus the *largest* of the other players' terms (the
+``distance`` or ``advance`` term of two players): a race is lost to the one opponent who finishes
+first, so the searcher measures itself against the leader, which for two players is the
+two-player evaluation. The ``linear`` evaluation is two-player only. The two-player search
+(negamax, PVS) is unchanged.
+
 Repetition (star2: ``repetition=3``, RULES.md "Repetition in the search"): a position reached in
 the search counts its earlier occurrences in the game (the root's history, kept in a small hash
 set) and on the current search path, exactly as the game would count them; at the
@@ -41,6 +54,7 @@ from libc.string cimport memset
 from ccengine._core cimport (
     MAX_CELLS,
     MAX_MOVES,
+    MAX_PLAYERS,
     NO_CELL,
     RESULT_NONE,
     CState,
@@ -105,8 +119,9 @@ cdef struct Ctx:
     uint16_t generation
     int evaluation
     double weights[N_FEATURES]   # EVAL_LINEAR: the weight of (mine - theirs) of each feature
-    int goal_dist[2][MAX_CELLS]  # steps from each cell to the player's nearest goal cell
+    int goal_dist[MAX_PLAYERS][MAX_CELLS]  # steps from each cell to the player's nearest goal cell
     int root_ply
+    int root_player          # the searcher (paranoid search of three or more players)
     uint64_t nodes
     # repetition: the game's earlier positions (open addressing, 0 = empty) and the search path
     uint64_t* seen_keys
@@ -258,6 +273,92 @@ cdef inline int _terminal_score(const CState* s, int distance) noexcept nogil:
     if v < 0:
         return distance - _MATE
     return 0
+
+
+cdef int _evaluate_paranoid(const Ctx* c, const CState* s) noexcept nogil:
+    """Three or more players: the searcher's term minus the largest of the others' (module docstring)."""
+    cdef int q, v, best = -_INF
+    for q in range(c.t.players):
+        if q != c.root_player:
+            v = _side_value(c, s, q)
+            if v > best:
+                best = v
+    return _side_value(c, s, c.root_player) - best
+
+
+cdef inline int _terminal_paranoid(const Ctx* c, const CState* s, int distance) noexcept nogil:
+    """The exact score of a finished game of three or more players for the searcher."""
+    cdef int mine = 1 << c.root_player
+    if s.winners == 0:
+        return 0  # a draw
+    if s.winners & mine:
+        return _MATE - distance if s.winners == mine else _MATE // 2 - distance
+    return distance - _MATE
+
+
+cdef int _paranoid(Ctx* c, const CState* s, int depth, int alpha, int beta, int distance,
+                   int16_t* best_out) noexcept nogil:
+    """The paranoid value of ``s`` for the searcher, ``depth`` plies deep, within (alpha, beta)
+    (fail-soft): the searcher maximises, every other player minimises. ``best_out`` (or NULL)
+    receives the best move of the side to move under that assumption."""
+    cdef int16_t moves[2 * MAX_MOVES]
+    cdef int32_t keys[MAX_MOVES]
+    cdef CState child
+    cdef int count, i, score, best, alpha0 = alpha, beta0 = beta, tt_from = -2, tt_to = -2, bf = -2, bt = -2
+    cdef bint maximising = s.to_move == c.root_player
+    cdef uint64_t key
+    cdef TTEntry* e
+    c.nodes += 1
+    if s.result != RESULT_NONE:
+        return _terminal_paranoid(c, s, distance)
+    if depth <= 0:
+        return _evaluate_paranoid(c, s)
+    key = _tt_key(s)
+    e = &c.tt[key & c.tt_mask]
+    if e.key == key and e.generation == c.generation:
+        tt_from = e.move_from
+        tt_to = e.move_to
+        if e.depth >= depth and distance > 0:
+            if e.bound == TT_EXACT:
+                return e.score
+            if e.bound == TT_LOWER and e.score >= beta:
+                return e.score
+            if e.bound == TT_UPPER and e.score <= alpha:
+                return e.score
+    count = generate_moves(c.t, s, moves)
+    if count == 0:
+        return _evaluate_paranoid(c, s)  # not reached: a position without a move is terminal
+    _order(c, s, moves, count, keys, tt_from, tt_to)
+    best = -_INF if maximising else _INF
+    c.path[distance] = s.hash
+    for i in range(count):
+        _pick(moves, keys, i, count)
+        child = s[0]
+        apply_move(c.t, &child, moves[2 * i], moves[2 * i + 1])
+        if c.t.repetition and child.result == RESULT_NONE:
+            _repetition(c, &child, distance + 1)
+        score = _paranoid(c, &child, depth - 1, alpha, beta, distance + 1, NULL)
+        if (score > best) if maximising else (score < best):
+            best = score
+            bf = moves[2 * i]
+            bt = moves[2 * i + 1]
+            if maximising and best > alpha:
+                alpha = best
+            elif not maximising and best < beta:
+                beta = best
+            if alpha >= beta:
+                break
+    e.key = key
+    e.generation = c.generation
+    e.score = best
+    e.depth = depth
+    e.move_from = bf
+    e.move_to = bt
+    e.bound = TT_LOWER if best >= beta0 else (TT_UPPER if best <= alpha0 else TT_EXACT)
+    if best_out != NULL:
+        best_out[0] = bf
+        best_out[1] = bt
+    return best
 
 
 cdef void _repetition(Ctx* c, CState* child, int distance) noexcept nogil:
@@ -439,10 +540,10 @@ cdef class AlphaBetaSearch:
 
     def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance", weights=None):
         cdef int p, k
-        if tables.t.players != 2:
+        if tables.t.players != 2 and evaluation == "linear":
             raise RulesError(
-                f"alphabeta searches two-player games only (negamax); the {tables.rules.name} rules seat "
-                f"{tables.t.players} players (a paranoid or best-reply search for more is not there yet)"
+                f"the linear evaluation weighs two players' features; the {tables.rules.name} rules seat "
+                f"{tables.t.players} players (use distance or advance)"
             )
         if not 10 <= tt_bits <= 26:
             raise ValueError(f"tt_bits={tt_bits} must be in 10..26")
@@ -467,7 +568,7 @@ cdef class AlphaBetaSearch:
             raise MemoryError("no memory for the transposition table")
         self.ctx.tt_mask = (<uint64_t>1 << tt_bits) - 1
         self.ctx.generation = 0
-        for p in range(2):
+        for p in range(tables.t.players):
             _goal_distances(&tables.t, p, self.ctx.goal_dist[p])
 
     def __dealloc__(self):
@@ -542,7 +643,15 @@ cdef class AlphaBetaSearch:
             self.ctx.generation = 1
         self.ctx.nodes = 0
         self.ctx.root_ply = state.s.ply
+        self.ctx.root_player = state.s.to_move
         best[0] = best[1] = -2
+        if self.tables.t.players > 2:
+            with nogil:
+                for d in range(1, depth + 1):
+                    score = _paranoid(&self.ctx, &state.s, d, -_INF, _INF, 0, best)
+                    if score >= _MATE - d or score <= d - _MATE:
+                        break  # a sole win or a loss is within reach: deeper iterations change nothing
+            return (int(best[0]), int(best[1])), score, int(self.ctx.nodes)
         with nogil:
             for d in range(1, depth + 1):
                 score = _negamax(&self.ctx, &state.s, d, -_INF, _INF, 0, best)

@@ -3,8 +3,10 @@
 Negamax with alpha-beta, principal variation search, iterative deepening to ``depth`` plies, a
 transposition table, moves ordered by the table's move and then by forward distance (greedy's
 order), and a distance evaluation (docs/ARCHITECTURE.md "alphabeta"). It plays every preset, the
-star with its draw by repetition (docs/RULES.md "Repetition in the search"). Deterministic: the
-same position and game history give the same move, whatever came before.
+star with its draw by repetition (docs/RULES.md "Repetition in the search"), and three, four or
+six players by paranoid search (the player to move maximises, the others minimise its score; the
+evaluation measures it against the leading opponent; ``eval=linear`` is two-player only).
+Deterministic: the same position and game history give the same move, whatever came before.
 
 Options of the SPEC: ``depth`` (1..12, default 3), ``eval`` (``distance``, the default;
 ``advance``: the bare difference of the players' total advance; ``linear``: learned weights over

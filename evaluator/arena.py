@@ -44,12 +44,19 @@ fires as each game finishes (order of completion), and ``should_stop()`` (checke
 finished game) ends the match at once, abandoning the games in flight: a gate that has decided
 needs no more games. The :class:`MatchResult` then covers the finished games only (``games`` is
 their number, ``a_results`` in game-index order).
+
+N players (:func:`play_multi_match`): the same scheduler with N sides. A *set* of N games
+replaces the pair: game ``i`` is rotation ``i % N`` of set ``i // N``, player ``k`` in seat
+``(k + i) % N``; the set's games share the opening's stream and each game seeds each player
+from its own (:func:`game_seeds`, which for two players gives the pairs' seeds above), and the
+opening is each player's first ``random_opening`` moves. Everything said above of ``parallel``,
+``workers``, search sides and stopping holds as for two.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Union
 
@@ -66,6 +73,9 @@ from learner import dqn_player, network_player  # noqa: F401 - register the dqn 
 __all__ = [
     "MatchGame",
     "MatchResult",
+    "MultiGame",
+    "MultiMatchResult",
+    "PlayerRecord",
     "Side",
     "SideRecord",
     "a_seat_of",
@@ -73,6 +83,8 @@ __all__ = [
     "opening_move",
     "play_game",
     "play_match",
+    "play_multi_match",
+    "seat_of",
 ]
 
 Move = tuple[int, int]
@@ -157,17 +169,112 @@ class MatchResult:
         return d
 
 
-def game_seeds(seed: int, games: int) -> list[tuple[np.random.SeedSequence, ...]]:
-    """Per game: the seed sequences of its opening, of player A and of player B.
+@dataclass(frozen=True)
+class MultiGame:
+    """One finished game of an N-player match (:func:`play_multi_match`)."""
 
-    Spawned from ``seed``, so independent of each other; the two games of a pair share the
-    opening's sequence (see the module docstring).
+    index: int
+    seats: tuple[int, ...]
+    """The seat each player (in the match's order) held."""
+    scores: tuple[float, ...]
+    """The result vector by seat (``State.scores()``: sums to 1, winners share it, a draw splits it)."""
+    plies: int
+    positions: int
+    legal_moves: int
+    moves: tuple[Move, ...] = ()
+    """As :attr:`MatchGame.moves`."""
+
+    @property
+    def player_scores(self) -> tuple[float, ...]:
+        """The result vector by player, in the match's order."""
+        return tuple(self.scores[seat] for seat in self.seats)
+
+    @property
+    def draw(self) -> bool:
+        """Every player scored the same (a drawn game, or every player won)."""
+        return len(set(self.scores)) == 1
+
+
+@dataclass(frozen=True)
+class PlayerRecord:
+    """One player's games of an N-player match (all of them, or those from one seat)."""
+
+    games: int = 0
+    score: float = 0.0
+    """The sum of its entries of the result vectors."""
+    wins: int = 0
+    """Games it won, alone or sharing the win (a drawn game is no win)."""
+    draws: int = 0
+
+    @property
+    def mean_score(self) -> float:
+        return self.score / self.games if self.games else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"games": self.games, "mean_score": round(self.mean_score, 6), "wins": self.wins, "draws": self.draws}
+
+
+@dataclass(frozen=True)
+class MultiMatchResult:
+    """The outcome of an N-player match; ``to_dict()`` is what ``hopzero match --json`` prints."""
+
+    preset: str
+    players: tuple[str, ...]
+    """The players' names in the match's order (a name may repeat: copies of one player)."""
+    games: int
+    seed: int
+    random_opening: int
+    mean_plies: float
+    mean_legal_moves: float
+    draws: int
+    records: tuple[PlayerRecord, ...]
+    """Per player (match order)."""
+    by_seat: tuple[tuple[PlayerRecord, ...], ...]
+    """``by_seat[k][seat]``: player ``k``'s games from that seat."""
+    seat_scores: tuple[float, ...]
+    """The mean score of each seat over the match (what moving first, second, ... is worth)."""
+    played: tuple[MultiGame, ...] = ()
+    """Each finished game, in game order."""
+
+    def pairwise(self, i: int, j: int) -> tuple[int, int, int]:
+        """``(wins, draws, losses)`` of player ``i`` against player ``j`` over the games: a game
+        where ``i`` scored more is a win, the same score a draw (see :func:`pairwise_records`)."""
+        wins = draws = losses = 0
+        for g in self.played:
+            si, sj = g.scores[g.seats[i]], g.scores[g.seats[j]]
+            wins += si > sj
+            draws += si == sj
+            losses += si < sj
+        return wins, draws, losses
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (per-game results left out)."""
+        n = len(self.players)
+        return {
+            "preset": self.preset, "players": list(self.players), "games": self.games, "seed": self.seed,
+            "random_opening": self.random_opening, "mean_plies": round(self.mean_plies, 4),
+            "mean_legal_moves": round(self.mean_legal_moves, 4), "draws": self.draws,
+            "results": [dict(player=name, **r.to_dict(), by_seat=[s.to_dict() for s in seats])
+                        for name, r, seats in zip(self.players, self.records, self.by_seat)],
+            "seat_scores": [round(x, 6) for x in self.seat_scores],
+            "pairwise": [{"a": i, "b": j, **dict(zip(("wins", "draws", "losses"), self.pairwise(i, j)))}
+                         for i in range(n) for j in range(i + 1, n)],
+        }
+
+
+def game_seeds(seed: int, games: int, players: int = 2) -> list[tuple[np.random.SeedSequence, ...]]:
+    """Per game: the seed sequences of its opening and of each player (A, B, ...).
+
+    Spawned from ``seed``, so independent of each other; the ``players`` games of a set (two: a
+    pair) share the opening's sequence (see the module docstring). Set ``s`` spawns
+    ``1 + players`` sequences (the opening, then one per game) and each game one per player, so
+    for two players these are the pairs' seeds.
     """
     seeds: list[tuple[np.random.SeedSequence, ...]] = []
-    for pair in np.random.SeedSequence(seed).spawn((games + 1) // 2):
-        opening, first, second = pair.spawn(3)
-        for game in (first, second):
-            seeds.append((opening, *game.spawn(2)))
+    for one_set in np.random.SeedSequence(seed).spawn(-(-games // players)):
+        opening, *in_set = one_set.spawn(1 + players)
+        for game in in_set:
+            seeds.append((opening, *game.spawn(players)))
     return seeds[:games]
 
 
@@ -176,10 +283,20 @@ def a_seat_of(index: int) -> int:
     return index % 2
 
 
-def opening_move(state: Any, moves: list[Move], opening_rng: np.random.Generator, random_opening: int) -> Move | None:
+def seat_of(index: int, player: int, players: int) -> int:
+    """The seat (0 moves first) that player ``player`` (0 = A, 1 = B, ...) holds in game ``index``
+    of an N-player match: game ``index`` is rotation ``index % players`` of its set, and in
+    rotation ``r`` player ``k`` sits in seat ``(k + r) % players`` (two players: :func:`a_seat_of`)."""
+    return (player + index % players) % players
+
+
+def opening_move(
+    state: Any, moves: list[Move], opening_rng: np.random.Generator, random_opening: int, players: int = 2
+) -> Move | None:
     """The uniformly random move of ``state`` (its legal ``moves``, drawn with ``opening_rng``)
-    while the game is in its random opening (the first ``2 * random_opening`` plies); None after."""
-    if state.ply < 2 * random_opening:
+    while the game is in its random opening (the first ``players * random_opening`` plies: each
+    player's first ``random_opening`` moves); None after."""
+    if state.ply < players * random_opening:
         return moves[int(opening_rng.integers(len(moves)))]
     return None
 
@@ -271,14 +388,14 @@ class _Game:
     """One game in flight in one slot."""
 
     __slots__ = (
-        "index", "slot", "a_seat", "state", "tracker", "opening_rng",
+        "index", "slot", "seats", "state", "tracker", "opening_rng",
         "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves",
     )
 
-    def __init__(self, index: int, slot: int) -> None:
+    def __init__(self, index: int, slot: int, n: int) -> None:
         self.index = index
         self.slot = slot
-        self.a_seat = a_seat_of(index)
+        self.seats = tuple(seat_of(index, k, n) for k in range(n))  # seats[side]
         self.positions = 0
         self.legal = 0
         self.waiting_legal = 0  # legal moves of the position waiting on a search
@@ -289,18 +406,20 @@ class _Match:
     """The scheduler: slots, games in flight, the search sides' batches."""
 
     def __init__(
-        self, rules: Rules, sides: tuple[_Side, _Side], *, games: int, seed: int, random_opening: int,
-        parallel: int, engine: str, keep_moves: bool = False,
+        self, rules: Rules, sides: tuple[_Side, ...], *, games: int, seed: int, random_opening: int,
+        parallel: int, engine: str, keep_moves: bool = False, multi: bool = False,
     ) -> None:
         self.rules = rules
         self.sides = sides
+        self.n = len(sides)
+        self.multi = multi  # records are MultiGame (any number of players), else MatchGame (two)
         self.random_opening = random_opening
         self.parallel = parallel
         self.engine = engine
         self.keep_moves = keep_moves
-        self.seeds = game_seeds(seed, games)
+        self.seeds = game_seeds(seed, games, self.n)
         self.needs_tracker = any(side.search is not None for side in sides)
-        # One batched search per search player (one for both sides when A is B).
+        # One batched search per search player (one for all the sides it plays).
         self.turns: list[tuple[SearchPlayer, BatchedSearch]] = []
         for side in sides:
             p = side.search
@@ -310,22 +429,25 @@ class _Match:
     # -- games ------------------------------------------------------------------------------
 
     def _start(self, index: int, slot: int) -> _Game:
-        g = _Game(index, slot)
-        opening_seed, a_seed, b_seed = self.seeds[index]
+        g = _Game(index, slot, self.n)
+        opening_seed, *side_seeds = self.seeds[index]
         g.state = new_state(self.rules, engine=self.engine)
         g.tracker = PieceTracker(self.rules, g.state.board, g.state.to_move) if self.needs_tracker else None
         g.opening_rng = np.random.default_rng(opening_seed)
-        g.players = [None, None]
-        g.rngs = [None, None]
-        for side, side_seed in ((0, a_seed), (1, b_seed)):
+        g.players = [None] * self.n
+        g.rngs = [None] * self.n
+        for side, side_seed in enumerate(side_seeds):
             if self.sides[side].search is not None:
                 g.rngs[side] = np.random.default_rng(side_seed)  # SearchPlayer.reset(seed)
             else:
                 player = self.sides[side].player(self.rules, slot)
                 player.reset(side_seed)
                 g.players[side] = player
-        # side_of_seat[seat]: 0 (A) or 1 (B)
-        g.side_of_seat = (0, 1) if g.a_seat == 0 else (1, 0)
+        # side_of_seat[seat]: 0 (A), 1 (B), ...
+        side_of_seat = [0] * self.n
+        for side, seat in enumerate(g.seats):
+            side_of_seat[seat] = side
+        g.side_of_seat = tuple(side_of_seat)
         return g
 
     def _play(self, g: _Game, move: Move, legal: int) -> None:
@@ -341,7 +463,7 @@ class _Match:
         state = g.state
         while not state.is_terminal():
             moves = state.legal_moves()
-            move = opening_move(state, moves, g.opening_rng, self.random_opening)
+            move = opening_move(state, moves, g.opening_rng, self.random_opening, self.n)
             if move is None:
                 player = g.players[g.side_of_seat[state.to_move]]
                 if player is None:
@@ -353,13 +475,18 @@ class _Match:
 
     def _finish(self, g: _Game) -> None:
         state = g.state
-        record = MatchGame(g.index, g.a_seat, int(state.result()), int(state.ply), g.positions, g.legal,
-                           tuple(g.moves) if self.keep_moves else ())
+        moves = tuple(g.moves) if self.keep_moves else ()
+        record: MatchGame | MultiGame
+        if self.multi:
+            record = MultiGame(g.index, g.seats, tuple(float(x) for x in state.scores()), int(state.ply),
+                               g.positions, g.legal, moves)
+        else:
+            record = MatchGame(g.index, g.seats[0], int(state.result()), int(state.ply), g.positions, g.legal, moves)
         self.records.append(record)
         del self.active[g.slot]
         self.free.append(g.slot)
         if self.on_game is not None:
-            self.on_game(g.index // 2, g.index % 2, record.a_result)
+            self.on_game(*_callback_args(record, self.n))
         if self.should_stop is not None and self.should_stop():
             self.stopped = True
 
@@ -383,7 +510,7 @@ class _Match:
             if g.state.is_terminal():
                 continue
             side = g.side_of_seat[g.state.to_move]
-            if self.sides[side].search is player and g.state.ply >= 2 * self.random_opening:
+            if self.sides[side].search is player and g.state.ply >= self.n * self.random_opening:
                 waiting.append((g, side))
         if not waiting:
             return
@@ -408,15 +535,15 @@ class _Match:
         self,
         indices: Iterable[int],
         *,
-        on_game: Callable[[int, int, int], Any] | None = None,
+        on_game: Callable[..., Any] | None = None,
         should_stop: Callable[[], bool] | None = None,
-    ) -> list[MatchGame]:
+    ) -> list[Any]:
         """Play the games ``indices`` (started in that order); their records by game index."""
         self.on_game, self.should_stop = on_game, should_stop
         self.pending: Iterator[int] = iter(indices)
         self.active: dict[int, _Game] = {}
         self.free = list(range(self.parallel - 1, -1, -1))  # pop() gives the lowest slot
-        self.records: list[MatchGame] = []
+        self.records: list[Any] = []
         self.stopped = False
         while True:
             self._fill()
@@ -442,19 +569,18 @@ class _WorkerMatch:
     """Everything a worker needs to play any game of a match (picklable: SPECs, not players)."""
 
     rules: Rules
-    a: str
-    b: str
+    specs: tuple[str, ...]
     seed: int
     games: int
     random_opening: int
     engine: str
     keep_moves: bool
+    multi: bool = False
 
     def build(self) -> _Match:
-        sides = tuple(_Side(s, self.rules, parallel=1, engine=self.engine) for s in (self.a, self.b))
-        return _Match(self.rules, sides, games=self.games, seed=self.seed,  # type: ignore[arg-type]
-                      random_opening=self.random_opening, parallel=1, engine=self.engine,
-                      keep_moves=self.keep_moves)
+        sides = tuple(_Side(s, self.rules, parallel=1, engine=self.engine) for s in self.specs)
+        return _Match(self.rules, sides, games=self.games, seed=self.seed, random_opening=self.random_opening,
+                      parallel=1, engine=self.engine, keep_moves=self.keep_moves, multi=self.multi)
 
 
 _worker: _Match | None = None  # the per-process match of a worker pool
@@ -465,27 +591,35 @@ def _init_worker(match: _WorkerMatch) -> None:
     _worker = match.build()
 
 
-def _play_in_worker(index: int) -> MatchGame:
+def _callback_args(record: MatchGame | MultiGame, n: int) -> tuple[Any, ...]:
+    """What ``on_game`` receives for a finished game: ``(pair, game_in_pair, a_result)`` for two
+    players (:func:`play_match`), ``(set, rotation, scores by player)`` for N (:func:`play_multi_match`)."""
+    if isinstance(record, MultiGame):
+        return record.index // n, record.index % n, record.player_scores
+    return record.index // 2, record.index % 2, record.a_result
+
+
+def _play_in_worker(index: int) -> MatchGame | MultiGame:
     assert _worker is not None
     [record] = _worker.run([index])
     return record
 
 
 def _on_workers(
-    match: _WorkerMatch, workers: int, indices: list[int], on_game: Callable[[int, int, int], Any] | None,
+    match: _WorkerMatch, workers: int, indices: list[int], on_game: Callable[..., Any] | None,
     should_stop: Callable[[], bool] | None,
-) -> list[MatchGame]:
+) -> list[Any]:
     """The match played on ``workers`` processes, one game at a time in each."""
     # A spawn context local to this call: no global start-method patch, and no fork of a parent
     # that may hold threads (torch) or a Ray connection.
     ctx = multiprocessing.get_context("spawn")
     chunk = max(1, min(16, len(indices) // (workers * 8)))
-    records: list[MatchGame] = []
+    records: list[Any] = []
     with ctx.Pool(min(workers, len(indices)), initializer=_init_worker, initargs=(match,)) as pool:
         for record in pool.imap(_play_in_worker, indices, chunksize=chunk):
             records.append(record)
             if on_game is not None:
-                on_game(record.index // 2, record.index % 2, record.a_result)
+                on_game(*_callback_args(record, len(match.specs)))
             if should_stop is not None and should_stop():
                 break  # leaving the block terminates the pool
     return records
@@ -524,6 +658,106 @@ def _summarize(
     )
 
 
+def _check_options(*, games: int, random_opening: int, parallel: int, workers: int, engine: str) -> None:
+    """The options every match checks before it plays (``ValueError`` naming the problem)."""
+    if games < 1:
+        raise ValueError(f"games={games} must be at least 1")
+    if random_opening < 0:
+        raise ValueError(f"random_opening={random_opening} must not be negative")
+    if parallel < 1:
+        raise ValueError(f"parallel={parallel} must be at least 1")
+    if workers < 1:
+        raise ValueError(f"workers={workers} must be at least 1")
+    if workers > 1 and parallel > 1:
+        raise ValueError(f"parallel={parallel} and workers={workers}: games run in flight in one process, or "
+                         "one at a time on several, not both")
+    state_class(engine)  # an unknown or missing engine fails here
+
+
+def _summarize_multi(
+    rules: Rules, names: tuple[str, ...], seed: int, random_opening: int, records: list[MultiGame]
+) -> MultiMatchResult:
+    """Fold N-player game records (in game order) into a match result."""
+    n = len(names)
+
+    def record(games: list[MultiGame], k: int) -> PlayerRecord:
+        mine = [g.scores[g.seats[k]] for g in games]
+        won = sum(1 for g, x in zip(games, mine) if x > 0 and not g.draw)
+        return PlayerRecord(len(games), float(sum(mine)), won, sum(1 for g in games if g.draw))
+
+    by_seat = tuple(tuple(record([g for g in records if g.seats[k] == seat], k) for seat in range(n))
+                    for k in range(n))
+    positions = sum(r.positions for r in records)
+    count = len(records)
+    return MultiMatchResult(
+        preset=rules.name, players=names, games=count, seed=seed, random_opening=random_opening,
+        mean_plies=sum(r.plies for r in records) / count if count else 0.0,
+        mean_legal_moves=sum(r.legal_moves for r in records) / positions if positions else 0.0,
+        draws=sum(1 for g in records if g.draw),
+        records=tuple(record(records, k) for k in range(n)),
+        by_seat=by_seat,
+        seat_scores=tuple(sum(g.scores[seat] for g in records) / count if count else 0.0 for seat in range(n)),
+        played=tuple(records),
+    )
+
+
+def play_multi_match(
+    rules: Rules,
+    players: Sequence[Side],
+    *,
+    games: int,
+    seed: int,
+    random_opening: int = 3,
+    parallel: int = 1,
+    workers: int = 1,
+    engine: str = "cython",
+    on_game: Callable[[int, int, tuple[float, ...]], Any] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    skip: Collection[int] = (),
+    keep_moves: bool = False,
+) -> MultiMatchResult:
+    """Play ``games`` games of ``players`` (one per seat of ``rules``: a SPEC or a player each),
+    every seat rotation in turn: game ``i`` is rotation ``i % N`` of set ``i // N`` (player ``k``
+    in seat ``(k + i) % N``, :func:`seat_of`), the ``N`` games of a set share one random opening
+    (each player's first ``random_opening`` moves), and each game seeds every player from its own
+    stream, as :func:`play_match` does for two (module docstring): reproducible from ``seed``,
+    the same for any ``parallel`` or ``workers``, search sides batched.
+
+    One player object may fill several seats only if it searches (a batchable ``SearchPlayer``:
+    the evaluator's best network as N-1 copies); a player that chooses per position is passed as
+    a SPEC for that. ``on_game(set, rotation, scores)`` fires as each game finishes, ``scores``
+    the result vector by player (match order). ``should_stop``, ``skip`` and ``keep_moves`` as in
+    :func:`play_match`. Games counted as wins, draws and pairwise comparisons: see
+    :class:`MultiMatchResult`.
+    """
+    if len(players) != rules.players:
+        raise ValueError(f"the {rules.name} rules seat {rules.players} players; {len(players)} were given")
+    _check_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers, engine=engine)
+    skipped = set(skip)
+    indices = [i for i in range(games) if i not in skipped]
+    if not indices:
+        names = tuple(p.strip() if isinstance(p, str) else str(p.name) for p in players)
+        return _summarize_multi(rules, names, int(seed), random_opening, [])
+    parallel = min(parallel, len(indices))
+    sides = tuple(_Side(p, rules, parallel=parallel, engine=engine) for p in players)
+    names = tuple(side.name for side in sides)
+    for k, p in enumerate(players):
+        if not isinstance(p, str) and sides[k].search is None and any(q is p for q in players[:k]):
+            raise ValueError(f"player {names[k]!r} chooses per position: one object cannot hold two seats "
+                             "(pass its SPEC)")
+    if workers > 1 and len(indices) > 1:
+        if not all(isinstance(p, str) for p in players):
+            raise ValueError("workers > 1 plays in other processes: pass every player as a SPEC")
+        job = _WorkerMatch(rules, tuple(players), int(seed), games, random_opening, engine,  # type: ignore[arg-type]
+                           keep_moves, multi=True)
+        records = _on_workers(job, workers, indices, on_game, should_stop)
+    else:
+        match = _Match(rules, sides, games=games, seed=int(seed), random_opening=random_opening,
+                       parallel=parallel, engine=engine, keep_moves=keep_moves, multi=True)
+        records = match.run(indices, on_game=on_game, should_stop=should_stop)
+    return _summarize_multi(rules, names, int(seed), random_opening, records)
+
+
 def play_match(
     rules: Rules,
     a: Side,
@@ -554,21 +788,10 @@ def play_match(
     each game in ``played`` keeps its moves (the evaluator replays them; a long ``hopzero match``
     does not need them in memory).
     """
-    if games < 1:
-        raise ValueError(f"games={games} must be at least 1")
     if rules.players != 2:
         raise ValueError(f"a match is two players, A against B; the {rules.name} rules seat {rules.players} "
-                         "('hopzero bench games' plays one player in every seat)")
-    if random_opening < 0:
-        raise ValueError(f"random_opening={random_opening} must not be negative")
-    if parallel < 1:
-        raise ValueError(f"parallel={parallel} must be at least 1")
-    if workers < 1:
-        raise ValueError(f"workers={workers} must be at least 1")
-    if workers > 1 and parallel > 1:
-        raise ValueError(f"parallel={parallel} and workers={workers}: games run in flight in one process, or "
-                         "one at a time on several, not both")
-    state_class(engine)  # an unknown or missing engine fails here
+                         "(play_multi_match plays N players)")
+    _check_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers, engine=engine)
     skipped = set(skip)
     indices = [i for i in range(games) if i not in skipped]
     if not indices:
@@ -582,7 +805,7 @@ def play_match(
     if workers > 1 and len(indices) > 1:
         if not (isinstance(a, str) and isinstance(b, str)):
             raise ValueError("workers > 1 plays in other processes: pass both sides as SPECs")
-        job = _WorkerMatch(rules, a, b, int(seed), games, random_opening, engine, keep_moves)
+        job = _WorkerMatch(rules, (a, b), int(seed), games, random_opening, engine, keep_moves)
         records = _on_workers(job, workers, indices, on_game, should_stop)
     else:
         match = _Match(rules, sides, games=games, seed=int(seed), random_opening=random_opening,

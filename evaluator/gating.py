@@ -60,6 +60,7 @@ __all__ = [
     "Gate",
     "GateConfig",
     "GateResult",
+    "MultiGate",
     "gsprt_llr",
     "gate_results",
 ]
@@ -441,3 +442,149 @@ def gate_results(results: Iterable[int], config: GateConfig | None = None) -> Ga
     """Gate a finished match: ``results`` in game order from the candidate's side (for example
     ``MatchResult.a_results`` with the candidate as player A)."""
     return Gate(config).feed(results)
+
+
+# ---------------------------------------------------------------------------------------------
+# The N-player gate
+# ---------------------------------------------------------------------------------------------
+
+
+class MultiGate:
+    """The gate of an N-player game (N > 2): the candidate against N-1 copies of the best.
+
+    A *set* is ``N`` games, one per seat rotation, that share a random opening
+    (``evaluator.arena.play_multi_match`` with the candidate as player 0); a game gives ``N-1``
+    pairwise comparisons, the candidate against each copy of the best: ahead (its entry of the
+    result vector is larger) is a win, level a draw, behind a loss. The score is the
+    candidate's share of those comparisons, ``(wins + draws / 2) / comparisons``; a fair
+    candidate scores 1/2, so the 55% threshold means what it means for two players.
+
+    Counted a complete set at a time, in set order (as :class:`Gate` counts pairs). Fixed length:
+    ``games // N`` sets (``GateConfig.games`` rounded down to whole sets: 40 games of star3 are 13
+    sets, 39 games), then promote iff the score is at least the threshold (exactly). SPRT
+    (``sprt=True``): fishtest's GSPRT (:func:`gsprt_llr`) with one sample per set, the set's score
+    ``points / (2 N (N-1))`` in ``2 N (N-1) + 1`` classes (the pentanomial model generalised: the
+    comparisons of one set are not independent), the same hypotheses, bounds and
+    ``min_games`` (rounded up to whole sets), and the same rule that a promotion needs the score
+    at the threshold and a rejection a score below it.
+
+    ``record(set, rotation, scores)`` takes each game as ``play_multi_match``'s ``on_game`` gives it.
+    """
+
+    def __init__(self, config: GateConfig | None, players: int) -> None:
+        self.config = config if config is not None else GateConfig()
+        if players < 3:
+            raise ValueError(f"players={players}: the N-player gate is for three or more (two: Gate)")
+        if self.config.draws == "ignore":
+            raise ValueError("the N-player gate counts a level finish as half (draws='half') or nothing "
+                             "(draws='loss'), not 'ignore'")
+        self.players = players
+        self.sets = self.config.games // players
+        if self.sets < 1:
+            raise ValueError(f"games={self.config.games} is less than one set of {players} games (one per seat "
+                             "rotation)")
+        self.min_sets = -(-self.config.min_games // players)
+        self._received: dict[int, list[int | None]] = {}
+        self._next_set = 0
+        self._wins = self._draws = self._losses = self._games = 0
+        self._classes = [0] * (2 * players * (players - 1) + 1)  # counted sets by their half points
+        self._decision: Decision = "continue"
+        self._reason = "no complete set yet"
+        self._llr: float | None = 0.0 if self.config.sprt else None
+
+    @property
+    def games(self) -> int:
+        """The most games a match schedules (whole sets)."""
+        return self.sets * self.players
+
+    def record(self, set_index: int, rotation: int, scores: Sequence[float]) -> GateResult:
+        """Record game ``rotation`` of set ``set_index``: ``scores`` by player, the candidate first."""
+        if not 0 <= set_index < self.sets:
+            raise ValueError(f"set={set_index} outside the match's {self.sets} sets")
+        if not 0 <= rotation < self.players:
+            raise ValueError(f"rotation={rotation} must be in 0..{self.players - 1}")
+        if len(scores) != self.players:
+            raise ValueError(f"scores has {len(scores)} entries; the game has {self.players} players")
+        slot = self._received.setdefault(set_index, [None] * self.players)
+        if slot[rotation] is not None:
+            raise ValueError(f"game {rotation} of set {set_index} was already recorded")
+        # Keep wins, draws, losses of the game's comparisons (points under the draw rule follow).
+        mine = scores[0]
+        w = sum(mine > s for s in scores[1:])
+        d = sum(mine == s for s in scores[1:])
+        slot[rotation] = w * 100 + d  # packed: a game has at most 5 comparisons
+        self._advance()
+        return self.result()
+
+    def feed(self, games: Iterable[Sequence[float]]) -> GateResult:
+        """Record result vectors (by player, candidate first) in game order."""
+        for index, scores in enumerate(games):
+            self.record(index // self.players, index % self.players, scores)
+        return self.result()
+
+    @property
+    def decision(self) -> Decision:
+        return self._decision
+
+    @property
+    def finished(self) -> bool:
+        return self._decision != "continue"
+
+    @property
+    def score(self) -> Fraction:
+        """The exact share of the counted comparisons (0 when nothing counts)."""
+        n = self._wins + self._draws + self._losses
+        level = self._draws if self.config.draws == "half" else 0
+        return Fraction(2 * self._wins + level, 2 * n) if n else Fraction(0)
+
+    def result(self) -> GateResult:
+        received = sum(g is not None for slot in self._received.values() for g in slot)
+        return GateResult(wins=self._wins, draws=self._draws, losses=self._losses, games=self._games,
+                          score=float(self.score), decision=self._decision, llr=self._llr, reason=self._reason,
+                          pending_games=received - self._games)
+
+    def _advance(self) -> None:
+        while not self.finished:
+            slot = self._received.get(self._next_set)
+            if slot is None or any(g is None for g in slot):
+                return
+            points = 0
+            for packed in slot:
+                assert packed is not None
+                w, d = divmod(packed, 100)
+                self._wins += w
+                self._draws += d
+                self._losses += self.players - 1 - w - d
+                points += 2 * w + (d if self.config.draws == "half" else 0)
+            self._games += self.players
+            self._classes[points] += 1
+            self._next_set += 1
+            self._decide()
+
+    def _decide(self) -> None:
+        cfg = self.config
+        sets = self._next_set
+        score = self.score
+        reached = score >= cfg.threshold_exact
+        comparisons = self._wins + self._draws + self._losses
+        shown = f"score {float(score):.4f} ({score}) over {comparisons} comparisons in {self._games} games"
+        if cfg.sprt:
+            self._llr = gsprt_llr(self._classes, cfg.p0, cfg.p1)
+        if sets >= self.sets:
+            self._decision = "promote" if reached else "reject"
+            self._reason = f"{shown} {'>=' if reached else '<'} threshold {cfg.threshold_exact} after all games"
+            return
+        if not cfg.sprt:
+            self._reason = f"{shown}; {self.games - self._games} games to go"
+            return
+        assert self._llr is not None
+        if sets < self.min_sets:
+            self._reason = f"{shown}, LLR {self._llr:.3f}; no SPRT decision before {self.min_sets} sets"
+        elif self._llr >= cfg.upper_bound and reached:
+            self._decision = "promote"
+            self._reason = f"SPRT accepts H1: LLR {self._llr:.3f} >= {cfg.upper_bound:.3f}, {shown}"
+        elif self._llr <= cfg.lower_bound and not reached:
+            self._decision = "reject"
+            self._reason = f"SPRT accepts H0: LLR {self._llr:.3f} <= {cfg.lower_bound:.3f}, {shown}"
+        else:
+            self._reason = f"{shown}, LLR {self._llr:.3f} within ({cfg.lower_bound:.3f}, {cfg.upper_bound:.3f})"

@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .arena import MatchResult
+from .arena import MatchResult, MultiMatchResult
 from .elo import EloLadder
 
-__all__ = ["FORMAT", "ResultsError", "append_result", "pairing_line", "read_results", "result_line", "results_table"]
+__all__ = ["FORMAT", "ResultsError", "append_result", "multi_result_lines", "pairing_line", "read_results",
+           "result_line", "results_table"]
 
 FORMAT = "hopzero.match-result"
 SCHEMA = 1
@@ -40,6 +41,19 @@ def result_line(match: MatchResult, software: dict[str, str]) -> dict[str, Any]:
     """The line of ``match`` (see the module docstring)."""
     return pairing_line(match.preset, match.a, match.b, (match.a_wins, match.draws, match.b_wins),
                         seed=match.seed, random_opening=match.random_opening, software=software)
+
+
+def multi_result_lines(match: MultiMatchResult, software: dict[str, str]) -> list[dict[str, Any]]:
+    """The lines of an N-player match: one per two players of different names, their pairwise
+    comparisons (``MultiMatchResult.pairwise``: who scored more in each game) as the games."""
+    lines = []
+    n = len(match.players)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if match.players[i] != match.players[j]:
+                lines.append(pairing_line(match.preset, match.players[i], match.players[j], match.pairwise(i, j),
+                                          seed=match.seed, random_opening=match.random_opening, software=software))
+    return lines
 
 
 def pairing_line(preset: str, a: str, b: str, record: tuple[int, int, int], *, seed: int, random_opening: int,

@@ -39,11 +39,11 @@ from learner.network_player import network_player_from_weights
 from learner.records import versions_now
 from learner.run_files import append_jsonl, read_best, read_jsonl
 
-from .arena import play_match
+from .arena import play_match, play_multi_match
 from .config import EvaluationConfig
 from .elo import EloLadder
 from .game_log import add_match_games
-from .gating import Gate
+from .gating import Gate, MultiGate
 from .promotion import log_promotion, promote, write_pointer
 
 __all__ = ["EvaluatorService"]
@@ -204,6 +204,8 @@ class EvaluatorService:
     def _gate(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
         """Play the candidate against the best; returns the best after the verdict."""
         (cv, cw), (bv, bw) = candidate, best
+        if self.rules.players > 2:
+            return self._gate_multi(candidate, best)
         gate = Gate(self.evaluation.gate)
         match = play_match(
             self.rules,
@@ -226,6 +228,29 @@ class EvaluatorService:
             "simulations": self.evaluation.simulations,
         }
         self._keep_games(match, "gate", (cv, bv))
+        return self._judge(entry, cw, best)
+
+    def _gate_multi(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
+        """The N-player gate (:class:`evaluator.gating.MultiGate`): the candidate against N-1 copies
+        of the best (one player object: its searches are batched together), every seat rotation."""
+        (cv, cw), (bv, bw) = candidate, best
+        n = self.rules.players
+        gate = MultiGate(self.evaluation.gate, n)
+        best_player = self.player(bw, f"v{bv}")
+        match = play_multi_match(
+            self.rules, [self.player(cw, f"v{cv}")] + [best_player] * (n - 1), games=gate.games, seed=self._seed(),
+            parallel=self.evaluation.parallel_games, on_game=gate.record,
+            should_stop=lambda: gate.finished or self._stop.is_set(),
+        )
+        result = gate.result()
+        if result.decision == "continue":
+            return best  # stopped midway: no verdict to record
+        entry = {
+            "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
+            "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
+            "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
+            "simulations": self.evaluation.simulations, "players": n, "counts": "pairwise comparisons",
+        }
         return self._judge(entry, cw, best)
 
     def _judge(self, entry: dict[str, Any], weights: Weights, best: tuple[int, Weights]) -> tuple[int, Weights]:
@@ -377,6 +402,9 @@ class EvaluatorService:
 
     def _against_greedy(self, version: int, weights: Weights) -> None:
         cfg = self.evaluation
+        if self.rules.players > 2:
+            self._against_greedy_multi(version, weights)
+            return
         match = play_match(
             self.rules,
             self.player(weights, f"v{version}"),
@@ -407,6 +435,43 @@ class EvaluatorService:
         self.metrics.set("hopzero_winrate_vs_greedy", score)
         self.metrics.set("hopzero_elo", elo)
         log.info("v%d against greedy: %.1f%% (%d games), Elo %.0f", version, 100 * score, match.games, elo)
+
+    def _against_greedy_multi(self, version: int, weights: Weights) -> None:
+        """N players: the best against N-1 greedy players, every seat rotation, ``greedy_games``
+        rounded up to whole sets. ``score`` is its mean entry of the result vector (a fair share is
+        1/N), ``win_rate`` the games it won (alone or sharing the win); the ladder takes the
+        pairwise comparisons with the greedy players (docs/TRAINING.md)."""
+        cfg = self.evaluation
+        n = self.rules.players
+        games = -(-cfg.greedy_games // n) * n
+        match = play_multi_match(self.rules, [self.player(weights, f"v{version}")] + ["greedy"] * (n - 1),
+                                 games=games, seed=self._seed(), parallel=cfg.parallel_games,
+                                 should_stop=self._stop.is_set)
+        if match.games < games:
+            return  # stopped midway: not a measurement
+        self._measured = version
+        name = f"v{version}"
+        wins = draws = losses = 0
+        for k in range(1, n):
+            w, d, lost = match.pairwise(0, k)
+            wins, draws, losses = wins + w, draws + d, losses + lost
+        self.ladder.record(name, "greedy", wins, draws, losses)
+        self.ladder.save(self.run_dir / "elo.json")
+        elo = self.ladder.ratings().get(name, 0.0)
+        mine = match.records[0]
+        entry = {
+            "kind": "greedy", "wall": time.time(), "version": version, "score": mine.mean_score,
+            "win_rate": mine.wins / match.games, "fair_share": 1 / n, "wins": mine.wins, "draws": mine.draws,
+            "losses": match.games - mine.wins - mine.draws, "games": match.games,
+            "pairwise": {"wins": wins, "draws": draws, "losses": losses}, "elo": elo, "players": n,
+            "simulations": cfg.simulations, "mean_plies": match.mean_plies, "player": "mcts",
+        }
+        append_jsonl(self.run_dir / "evaluations.jsonl", entry)
+        self.vs_greedy = entry
+        self.metrics.set("hopzero_winrate_vs_greedy", mine.wins / match.games)
+        self.metrics.set("hopzero_elo", elo)
+        log.info("v%d against %d greedy: mean score %.3f, won %.1f%% (%d games), Elo %.0f", version, n - 1,
+                 mine.mean_score, 100 * mine.wins / match.games, match.games, elo)
 
     def _keep_games(self, match: Any, kind: str, versions: tuple[int | None, int | None]) -> None:
         """Keep the games of a finished match (``games.jsonl``) for the run view to replay."""

@@ -12,6 +12,17 @@ line per game ``{"a", "b", "index", "a_result"}``. Run again with the same file,
 plays only the games the file lacks; a header that does not match the command is refused, and a
 line torn by a crash is dropped before anything is appended.
 
+N players (``star3``, ``star4``, ``star6``): every N-player subset of the players (a *group*,
+in the order of ``itertools.combinations`` over the player list) plays a match of ``games`` games
+(a multiple of N: whole sets of every seat rotation, ``evaluator.arena.play_multi_match``) with
+the seed ``SeedSequence([seed, i, j, ...])`` of its players' indices. A game gives N(N-1)/2
+pairwise comparisons of finishing order: the player with the larger entry of the result vector
+wins, equal entries (both lost, both shared the win, a draw) draw. Those comparisons, summed
+over the groups, are the "games" between two players that the ladder fits (and that the
+standings' games and score count); a player's comparisons within one game are not independent,
+so the intervals are narrower than the evidence warrants. The results file's lines are then
+``{"group": [SPECs], "index", "scores": [result vector by the group's player]}``.
+
 Ratings: the Bradley-Terry fit of ``evaluator.elo.EloLadder`` on the Elo scale (a draw half a
 win), anchored at ``random`` = 0 as CCERL anchors its list (at the first player when ``random``
 does not play), with 95% intervals (1.96 standard errors relative to the anchor), and the same
@@ -20,7 +31,9 @@ ratings relative to ``greedy`` where it plays.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -33,7 +46,7 @@ from ccengine.players import parse_spec
 from ccengine.rules import Rules
 from learner.records import versions_now
 
-from .arena import play_match
+from .arena import play_match, play_multi_match
 from .elo import EloLadder, MatchRecord
 from .results import pairing_line
 
@@ -75,9 +88,13 @@ class TournamentResult:
     """Each pair's games from the side of its player listed first."""
     standings: tuple[Standing, ...]
     """Best first."""
+    groups_complete: bool | None = None
+    """N players: whether every group played all its games (None: two players, see ``pairs``)."""
 
     @property
     def complete(self) -> bool:
+        if self.groups_complete is not None:
+            return self.groups_complete
         return all(p.games == self.games_per_pair for p in self.pairs)
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +102,7 @@ class TournamentResult:
             "preset": self.preset, "players": list(self.players), "games_per_pair": self.games_per_pair,
             "seed": self.seed, "anchor": self.anchor, "complete": self.complete,
             "pairs": [asdict(p) for p in self.pairs], "standings": [asdict(s) for s in self.standings],
+            **({} if self.groups_complete is None else {"pairs_count": "pairwise comparisons"}),
         }
 
     def markdown(self) -> str:
@@ -104,7 +122,8 @@ class TournamentResult:
         """The ladder for the terminal."""
         width = max(len(s.player) for s in self.standings)
         rel = "greedy" in self.players
-        lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games a pair"
+        unit = "a pair" if self.groups_complete is None else "a group (ladder: pairwise comparisons)"
+        lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games {unit}"
                  + ("" if self.complete else " (incomplete)") + f"; Elo with {self.anchor} = 0, 95% interval"]
         for k, s in enumerate(self.standings, 1):
             vs = f"  greedy{s.vs_greedy:+6.0f}" if rel and s.vs_greedy is not None else ""
@@ -129,8 +148,13 @@ class Tournament:
             raise TournamentError(f"a player is named twice: {sorted(p for p in players if players.count(p) > 1)[0]!r}")
         for spec in players:
             parse_spec(spec)  # a bad SPEC fails before any game (PlayerSpecError)
-        if games < 2 or games % 2:
+        self.n = rules.players
+        if self.n == 2 and (games < 2 or games % 2):
             raise TournamentError(f"games={games}: give an even number >= 2 (colour-swapped pairs)")
+        if self.n > 2 and (games < self.n or games % self.n):
+            raise TournamentError(f"games={games}: give a multiple of {self.n} (every seat rotation of {rules.name})")
+        if len(players) < self.n:
+            raise TournamentError(f"{rules.name} seats {self.n} players; give at least {self.n}")
         self.rules = rules
         self.players = players
         self.games = games
@@ -150,9 +174,10 @@ class Tournament:
     def _identity(self, header: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(header.get(k) for k in ("format", "preset", "players", "games", "seed", "random_opening"))
 
-    def load(self) -> dict[tuple[str, str], dict[int, int]]:
-        """The finished games in the file by pair: ``{(a, b): {index: a_result}}``. Starts the file
-        (its header) when there is none; drops a torn last line."""
+    def load(self) -> dict[tuple[str, ...], dict[int, Any]]:
+        """The finished games in the file by pair: ``{(a, b): {index: a_result}}`` (N players: by
+        group, ``{(a, b, c, ...): {index: scores}}``). Starts the file (its header) when there is
+        none; drops a torn last line."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(self.header()) + "\n", encoding="utf-8")
@@ -174,18 +199,34 @@ class Tournament:
                 f"{self.path}: holds another tournament (preset {header.get('preset')!r}, players "
                 f"{header.get('players')}, {header.get('games')} games a pair, seed {header.get('seed')}); "
                 "give another file or the same command")
-        done: dict[tuple[str, str], dict[int, int]] = {}
-        pairs = set(self.pairs())
+        done: dict[tuple[str, ...], dict[int, Any]] = {}
+        groups = set(self.groups())
         for number, line in enumerate(lines[1:], 2):
             try:
-                row = json.loads(line)
-                key, index, result = (row["a"], row["b"]), int(row["index"]), int(row["a_result"])
+                key, index, result = self._row(json.loads(line))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise TournamentError(f"{self.path}: line {number} is not a game of this tournament") from None
-            if key not in pairs or not 0 <= index < self.games or result not in (-1, 0, 1):
+            if key not in groups or not 0 <= index < self.games:
                 raise TournamentError(f"{self.path}: line {number} is not a game of this tournament")
             done.setdefault(key, {})[index] = result
         return done
+
+    def _row(self, row: dict[str, Any]) -> tuple[tuple[str, ...], int, Any]:
+        """A results line's group, game index and result; ``ValueError`` for anything else."""
+        if self.n == 2:
+            result = int(row["a_result"])
+            if result not in (-1, 0, 1):
+                raise ValueError("a_result")
+            return (row["a"], row["b"]), int(row["index"]), result
+        scores = tuple(float(x) for x in row["scores"])
+        if len(scores) != self.n or not all(0.0 <= x <= 1.0 for x in scores) or not math.isclose(sum(scores), 1.0):
+            raise ValueError("scores")
+        return tuple(row["group"]), int(row["index"]), scores
+
+    def groups(self) -> list[tuple[str, ...]]:
+        """Every group of players that plays a match, in the order they are played: the pairs for
+        two players, every N-player subset for N."""
+        return list(itertools.combinations(self.players, self.n))
 
     def pairs(self) -> list[tuple[str, str]]:
         """Every pair, in the order they are played."""
@@ -198,10 +239,13 @@ class Tournament:
 
     # ---- playing ----------------------------------------------------------------------------------
 
-    def run(self, on_game: Callable[[str, str, int, int], Any] | None = None) -> TournamentResult:
+    def run(self, on_game: Callable[..., Any] | None = None) -> TournamentResult:
         """Play every game the results file lacks, appending each as it finishes, then rate.
-        ``on_game(a, b, index, a_result)`` is called after each game is written."""
+        ``on_game(a, b, index, a_result)`` is called after each game is written (N players:
+        ``on_game(group, index, scores)``)."""
         done = self.load()
+        if self.n > 2:
+            return self._run_groups(done, on_game)
         with open(self.path, "a", encoding="utf-8") as log:
             for a, b in self.pairs():
                 finished = done.setdefault((a, b), {})
@@ -222,15 +266,55 @@ class Tournament:
                            on_game=record, skip=set(finished))
         return self.result(done)
 
-    def result(self, done: dict[tuple[str, str], dict[int, int]] | None = None) -> TournamentResult:
+    def _run_groups(self, done: dict[tuple[str, ...], dict[int, Any]],
+                    on_game: Callable[..., Any] | None) -> TournamentResult:
+        """N players: each group's match (module docstring)."""
+        with open(self.path, "a", encoding="utf-8") as log:
+            for group in self.groups():
+                finished = done.setdefault(group, {})
+                if len(finished) == self.games:
+                    continue
+
+                def record(set_index: int, rotation: int, scores: tuple[float, ...], group: tuple[str, ...] = group,
+                           finished: dict[int, Any] = finished) -> None:
+                    index = self.n * set_index + rotation
+                    log.write(json.dumps({"group": list(group), "index": index, "scores": list(scores)}) + "\n")
+                    log.flush()
+                    finished[index] = tuple(scores)
+                    if on_game is not None:
+                        on_game(group, index, scores)
+
+                seed = int(np.random.SeedSequence([self.seed, *(self.players.index(p) for p in group)])
+                           .generate_state(1)[0])
+                play_multi_match(self.rules, list(group), games=self.games, seed=seed,
+                                 random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
+                                 on_game=record, skip=set(finished))
+        return self.result(done)
+
+    def result(self, done: dict[tuple[str, ...], dict[int, Any]] | None = None) -> TournamentResult:
         """The pairs and the ladder from the games played so far (the file's, by default)."""
         done = self.load() if done is None else done
         pairs = []
+        if self.n > 2:
+            return self._group_result(done)
         for a, b in self.pairs():
             results = list(done.get((a, b), {}).values())
             pairs.append(MatchRecord(a, b, results.count(1), results.count(0), results.count(-1)))
         return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
                                 tuple(pairs), tuple(self._standings(pairs)))
+
+    def _group_result(self, done: dict[tuple[str, ...], dict[int, Any]]) -> TournamentResult:
+        """N players: the pairwise comparisons of every game, summed by pair of players."""
+        counts = {pair: [0, 0, 0] for pair in self.pairs()}
+        for group in self.groups():
+            for scores in done.get(group, {}).values():
+                for i, j in itertools.combinations(range(self.n), 2):
+                    c = counts[(group[i], group[j])]  # combinations keep the player list's order
+                    c[0 if scores[i] > scores[j] else 1 if scores[i] == scores[j] else 2] += 1
+        pairs = [MatchRecord(a, b, *counts[(a, b)]) for a, b in self.pairs()]
+        complete = all(len(done.get(g, {})) == self.games for g in self.groups())
+        return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
+                                tuple(pairs), tuple(self._standings(pairs)), groups_complete=complete)
 
     def _standings(self, pairs: list[MatchRecord]) -> list[Standing]:
         def fit(anchor: str) -> dict[str, Any]:
@@ -288,7 +372,8 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, 
     ax.set_yticks(y, [s.player for s in rows])
     ax.axvline(0, color="grey", linestyle=":")
     ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% interval")
-    ax.set_title(f"{result.preset}: round robin, {result.games_per_pair} games a pair")
+    unit = "a pair" if result.groups_complete is None else "a group, pairwise comparisons"
+    ax.set_title(f"{result.preset}: round robin, {result.games_per_pair} games {unit}")
     fig.tight_layout()
     fig.savefig(out / "ladder.png")
     plt.close(fig)

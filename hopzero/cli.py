@@ -237,13 +237,16 @@ def _cmd_perft(args: argparse.Namespace) -> int:
 
 
 def _add_match(sub: Any) -> None:
-    p = sub.add_parser("match", help="play a match between two players (seed protocol)")
+    p = sub.add_parser("match", help="play a match between two players (seed protocol), or N on star3/4/6")
     _add_preset(p)
     p.add_argument(
-        "--a", required=True, metavar="SPEC",
+        "--a", metavar="SPEC",
         help="player A, e.g. greedy, random, alphabeta:depth=3, mcts:model=PATH,sims=S, dqn:model=PATH"
     )
-    p.add_argument("--b", required=True, metavar="SPEC", help="player B")
+    p.add_argument("--b", metavar="SPEC", help="player B")
+    p.add_argument("--players", nargs="+", metavar="SPEC", default=None,
+                   help="one SPEC per seat of the preset (instead of --a/--b; star3: three), every seat rotation "
+                        "played")
     p.add_argument("--games", type=_int_arg(1, MATCH_MAX_GAMES), default=100, metavar="N", help="games (default 100)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="match seed (default 0)")
     p.add_argument(
@@ -297,12 +300,23 @@ def _cmd_match(args: argparse.Namespace) -> int:
 
     if args.parallel > 1 and (args.workers > 1 or args.engine != "cython"):
         raise CliError("--parallel plays in one process with the cython engine: drop --workers/--engine")
-    if args.preset.players != 2:
-        raise CliError(f"--preset {args.preset.name}: a match is two players, A against B, and {args.preset.name} "
-                       f"seats {args.preset.players}; 'hopzero bench games --preset {args.preset.name}' plays one "
-                       "player in every seat")
+    seats = args.preset.players
+    if args.players is not None and (args.a is not None or args.b is not None):
+        raise CliError("give the players as --players SPEC ... or as --a SPEC --b SPEC, not both")
+    if args.players is None and (args.a is None or args.b is None):
+        raise CliError(f"give the players: --players with {seats} SPECs" if seats != 2 else
+                       "give both players: --a SPEC --b SPEC (or --players SPEC SPEC)")
+    if args.players is not None and len(args.players) != seats:
+        raise CliError(f"--players: {args.preset.name} seats {seats} players, {len(args.players)} SPECs were given")
+    if args.players is None and seats != 2:
+        raise CliError(f"--preset {args.preset.name} seats {seats} players: give them with --players "
+                       f"({seats} SPECs), not --a/--b")
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
         raise CliError(f"--out {args.out}: its directory does not exist")  # found before the match, not after
+    if seats != 2:
+        return _multi_match(args)
+    if args.players is not None:
+        args.a, args.b = args.players
     progress = _Progress(enabled=not args.json)
     done = 0
 
@@ -334,6 +348,53 @@ def _cmd_match(args: argparse.Namespace) -> int:
         append_result(args.out, result_line(result, versions_now()))
     _emit(args, data, _match_text(result, elapsed))
     return 0
+
+
+def _multi_match(args: argparse.Namespace) -> int:
+    """``hopzero match --players`` on a preset of N > 2 players."""
+    from evaluator.arena import play_multi_match
+
+    done = 0
+    enabled = not args.json
+    step = max(1, args.games // 10)
+
+    def on_game(set_index: int, rotation: int, scores: tuple[float, ...]) -> None:
+        nonlocal done
+        done += 1
+        if enabled and (done % step == 0 or done == args.games):
+            sys.stderr.write(f"game {done}/{args.games}\n")
+            sys.stderr.flush()
+
+    start = time.perf_counter()
+    result = play_multi_match(args.preset, args.players, games=args.games, seed=args.seed,
+                              random_opening=args.random_opening, parallel=args.parallel, workers=args.workers,
+                              engine=args.engine, on_game=on_game)
+    elapsed = time.perf_counter() - start
+    data = result.to_dict()
+    data.update(engine=args.engine, workers=args.workers, parallel=args.parallel, elapsed_s=round(elapsed, 3))
+    if args.out is not None:
+        from evaluator.results import append_result, multi_result_lines
+        from learner.records import versions_now
+
+        for line in multi_result_lines(result, versions_now()):
+            append_result(args.out, line)
+    _emit(args, data, _multi_match_text(result, elapsed))
+    return 0
+
+
+def _multi_match_text(r: Any, elapsed: float) -> str:
+    n = len(r.players)
+    width = max(len(name) for name in r.players)
+    lines = [f"{r.games} games on {r.preset}, seed {r.seed}, {r.random_opening} random opening moves a player, "
+             f"every seat rotation (fair share {1 / n:.3f})"]
+    for k, (name, rec) in enumerate(zip(r.players, r.records)):
+        seats = "  ".join(f"seat {s}: {x.mean_score:.3f}" for s, x in enumerate(r.by_seat[k]))
+        lines.append(f"  {k} {name:<{width}}  score {rec.mean_score:.3f}  wins {rec.wins:5d} "
+                     f"({100 * rec.wins / max(r.games, 1):5.1f}%)   {seats}")
+    lines.append(f"  draws {r.draws}; mean score by seat: " + ", ".join(f"{x:.3f}" for x in r.seat_scores))
+    lines.append(f"  mean plies {r.mean_plies:.1f}, mean legal moves per position {r.mean_legal_moves:.1f}")
+    lines.append(f"  {elapsed:.1f} s ({r.games / max(elapsed, 1e-9):.1f} games/s)")
+    return "\n".join(lines)
 
 
 def _match_text(r: Any, elapsed: float) -> str:
@@ -629,7 +690,8 @@ def _add_tournament(sub: Any) -> None:
     p.add_argument("--players", nargs="+", required=True, metavar="SPEC",
                    help="two or more player SPECs (random anchors the ladder at 0, as CCERL does)")
     p.add_argument("--games", type=_int_arg(2, MATCH_MAX_GAMES), default=40, metavar="N",
-                   help="games per pair, even: colour-swapped pairs (default 40)")
+                   help="games per pair, even: colour-swapped pairs (default 40); N players (star3/4/6): per "
+                        "group of N, a multiple of N (every seat rotation)")
     p.add_argument("--seed", type=_seed_arg, default=0, metavar="S", help="tournament seed (default 0)")
     p.add_argument("--random-opening", type=_int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
                    help="random first moves per side (default 3)")
@@ -652,7 +714,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         tournament = Tournament(args.preset, args.players, games=args.games, seed=args.seed,
                                 path=out / "games.jsonl", random_opening=args.random_opening,
                                 parallel=args.parallel, workers=args.workers)
-        total = len(tournament.pairs()) * args.games
+        total = len(tournament.groups()) * args.games
         played = sum(len(v) for v in tournament.load().values())
     except TournamentError as exc:
         raise CliError(str(exc)) from None
@@ -660,12 +722,13 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         sys.stderr.write(f"resuming {out / 'games.jsonl'}: {played} of {total} games already played\n")
     start = time.perf_counter()
 
-    def progress(a: str, b: str, index: int, a_result: int) -> None:
+    def progress(*game: Any) -> None:
         nonlocal played
         played += 1
         if not args.json and (played % max(1, total // 20) == 0 or played == total):
             rate = played / max(time.perf_counter() - start, 1e-9)
-            sys.stderr.write(f"game {played}/{total} ({a} vs {b}), {rate:.1f} games/s\n")
+            who = " vs ".join(game[0] if len(game) == 3 else game[:2])  # (group, ...) or (a, b, ...)
+            sys.stderr.write(f"game {played}/{total} ({who}), {rate:.1f} games/s\n")
 
     result = tournament.run(on_game=progress)
     files = write_outputs(result, out, random_opening=args.random_opening)

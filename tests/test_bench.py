@@ -124,7 +124,7 @@ def test_seed_decides_what_is_measured():
         (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
         (["bench", "frobnicate"], ["invalid choice", "movegen"]),
         (["bench", "reply", "--preset", "small-4-3"], ["no shipped model", "small-4-3"]),
-        (["bench", "games", "--preset", "star4", "--player", "alphabeta"], ["two-player games only", "star4"]),
+        (["bench", "games", "--preset", "star4", "--players", "greedy", "random"], ["star4 seats 4 players"]),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_2(args, words):

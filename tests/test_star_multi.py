@@ -533,7 +533,7 @@ def test_the_engine_protocol_plays_six_players() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "a match is two players"),
+        (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "seats 4 players: give them with --players"),
         (["play", "--preset", "star3", "--side", "3"], "seats players 0..2"),
         (["engine", "--preset", "star6", "--player", "mcts-rollout"], "searches two-player games only"),
     ],

@@ -7,6 +7,12 @@ end reasons. Each player's first ``--random-opening`` moves are uniformly random
 paper's evaluation protocol), so that games differ; game ``g``'s seat ``p`` draws its moves from
 ``SeedSequence([seed, g, p])``. Two-player presets work too (their score vectors are
 ``(1, 0)``, ``(0, 1)`` or ``(0.5, 0.5)``); ``hopzero match`` is the two-player match of two SPECs.
+
+``--players SPEC ...`` (one SPEC per seat) plays different players against each other instead:
+an N-player match (``evaluator.arena.play_multi_match``, every seat rotation, one opening a set,
+seeded from ``--seed``), reported per player (mean score, games won, mean score from each seat)
+beside the games' length; docs/BENCHMARKS.md's table of ``greedy`` against ``alphabeta`` on
+star3, star4 and star6 comes from it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from ccengine.players import PlayerSpecError, make_player
 from ccengine.rules import Rules
 from hopzero.bench.common import ArgKit, BenchError, Report
 
-__all__ = ["NAME", "SUMMARY", "add_arguments", "play_games", "run"]
+__all__ = ["NAME", "SUMMARY", "add_arguments", "play_games", "play_mixed", "run"]
 
 NAME = "games"
 SUMMARY = "games of one player in every seat (any number of players): length, moves, scores by seat"
@@ -31,6 +37,8 @@ SUMMARY = "games of one player in every seat (any number of players): length, mo
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     """``--player``, ``--games``, ``--random-opening``."""
     p.add_argument("--player", default="greedy", metavar="SPEC", help="the player of every seat (default greedy)")
+    p.add_argument("--players", nargs="+", default=None, metavar="SPEC",
+                   help="one SPEC per seat instead: a match of them in every seat rotation")
     p.add_argument("--games", type=kit.int_at_least(1), default=100, metavar="G", help="games (default 100)")
     p.add_argument("--random-opening", type=kit.int_at_least(0), default=3, metavar="M",
                    help="uniformly random first moves of each player (default 3, the seed's protocol)")
@@ -81,8 +89,26 @@ def play_games(rules: Rules, spec: str, *, games: int, seed: int, random_opening
     }
 
 
+def play_mixed(rules: Rules, specs: list[str], *, games: int, seed: int, random_opening: int = 3) -> dict[str, object]:
+    """``--players``: a match of ``specs`` (one per seat) in every seat rotation; the statistics."""
+    from evaluator.arena import play_multi_match
+
+    start = time.perf_counter()
+    m = play_multi_match(rules, specs, games=games, seed=seed, random_opening=random_opening)
+    return {
+        "preset": rules.name, "players": list(specs), "games": m.games, "random_opening": random_opening,
+        "mean_plies": round(m.mean_plies, 2), "mean_legal_moves": round(m.mean_legal_moves, 2),
+        "mean_score": [round(r.mean_score, 3) for r in m.records], "wins": [r.wins for r in m.records],
+        "score_by_seat": [[round(x.mean_score, 3) for x in seats] for seats in m.by_seat],
+        "seat_scores": [round(x, 3) for x in m.seat_scores], "draws": m.draws,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+
+
 def run(args: argparse.Namespace) -> Report:
     """The command."""
+    if args.players is not None:
+        return _run_mixed(args)
     try:
         make_player(args.player, args.preset)
     except PlayerSpecError as exc:
@@ -98,3 +124,22 @@ def run(args: argparse.Namespace) -> Report:
         ]
     )
     return Report(d, text)
+
+
+def _run_mixed(args: argparse.Namespace) -> Report:
+    if len(args.players) != args.preset.players:
+        raise BenchError(f"--players: {args.preset.name} seats {args.preset.players} players, "
+                         f"{len(args.players)} SPECs were given")
+    try:
+        for spec in args.players:
+            make_player(spec, args.preset)
+    except (PlayerSpecError, ValueError) as exc:
+        raise BenchError(str(exc)) from None
+    d = play_mixed(args.preset, args.players, games=args.games, seed=args.seed, random_opening=args.random_opening)
+    lines = [f"{d['games']} games of {d['preset']}, every seat rotation (first {d['random_opening']} moves of "
+             f"each player random), {d['seconds']} s: mean plies {d['mean_plies']}, draws {d['draws']}"]
+    for k, spec in enumerate(d["players"]):  # type: ignore[arg-type]
+        lines.append(f"  {k} {spec}: mean score {d['mean_score'][k]}, won {d['wins'][k]}, "  # type: ignore[index]
+                     f"mean score by seat {d['score_by_seat'][k]}")  # type: ignore[index]
+    lines.append(f"  mean score of each seat {d['seat_scores']}")
+    return Report(d, "\n".join(lines))
