@@ -53,6 +53,7 @@ from .star import StarGeometry
 __all__ = [
     "ENCODINGS",
     "Encoding",
+    "absolute_seats",
     "EncodingSpec",
     "PieceTracker",
     "canonical_ids",
@@ -61,6 +62,7 @@ __all__ = [
     "encoding_for",
     "general_planes",
     "index_moves",
+    "mover_frame",
     "paper_planes",
     "plane_cells",
     "plane_side",
@@ -106,6 +108,25 @@ def seat_frame(rules: Rules, player: int) -> np.ndarray:
     """``(cells,)`` int64: cell ``i`` as seen by ``player`` (its seat turned to the north point on
     the star; for two players the identity or the 180-degree rotation, as :func:`view_cells`)."""
     return _seat_frames(rules)[player]
+
+
+def absolute_seats(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+    """``(B, P)`` shares in the mover's frame (entry i: player ``(to_move + i) % P``) -> by
+    absolute seat (entry p: player p)."""
+    values = np.asarray(values)
+    players = values.shape[1]
+    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
+    out = np.empty_like(values)
+    np.put_along_axis(out, seats, values, axis=1)
+    return out
+
+
+def mover_frame(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`absolute_seats`: ``(B, P)`` by absolute seat -> the mover's frame."""
+    values = np.asarray(values)
+    players = values.shape[1]
+    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
+    return np.take_along_axis(values, seats, axis=1)
 
 
 def canonical_ids(rules: Rules, board: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -378,6 +378,13 @@ def neutral_directory(path: str | os.PathLike[str]) -> Iterator[None]:
         os.chdir(previous)
 
 
+#: Players of the games the evaluator gates and measures: it plays two-player matches. A run of
+#: three or more players (star3, star4, star6) trains without it until the N-player gate (issue
+#: 16, built beside this on the ``multieval`` branch) is wired in here: every candidate then
+#: becomes the best model at once (AlphaZero's ungated scheme) and the run says so when it starts.
+_GATED_PLAYERS = 2
+
+
 class _System:
     """The started components and the driver's watch loop."""
 
@@ -405,6 +412,7 @@ class _System:
         # data that travels inline with the actor's spec: an actor handle among the arguments
         # would keep a restart from finding its arguments again (ray-project/ray#53727).
         prefix = link.run_id
+        self.gated = config.game_rules().players <= _GATED_PLAYERS
         self.learner = ray.remote(LearnerService).options(
             name=f"{prefix}-learner", num_cpus=place.learner_cpus, num_gpus=place.learner_gpus,
             resources=dict(place.learner_resources), max_concurrency=2, max_restarts=-1,
@@ -413,15 +421,18 @@ class _System:
             stage1_steps=config.stage1.steps if config.stage1.enabled and dqn is None else 0,
             candidate_every_steps=config.evaluation.candidate_every_steps, seed=config.seed,
             run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry_name,
-            dqn=dqn,
+            dqn=dqn, promote_candidates=not self.gated,
         )
-        self.evaluator = ray.remote(EvaluatorService).options(
-            name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
-            scheduling_strategy=_on_driver_node(soft=True),
-        ).remote(
-            rules=config.game_rules(), network=config.network, search=config.search, evaluation=config.evaluation,
-            seed=config.seed, config_hash=config_hash, run_dir=run_dir, registry=registry_name, algo=config.algo,
-        )
+        self.evaluator = None
+        if self.gated:
+            self.evaluator = ray.remote(EvaluatorService).options(
+                name=f"{prefix}-evaluator", num_cpus=place.evaluator_cpus, max_concurrency=2, max_restarts=-1,
+                scheduling_strategy=_on_driver_node(soft=True),
+            ).remote(
+                rules=config.game_rules(), network=config.network, search=config.search,
+                evaluation=config.evaluation, seed=config.seed, config_hash=config_hash, run_dir=run_dir,
+                registry=registry_name, algo=config.algo,
+            )
         # SPREAD: one node leaving takes as few actors as possible with it; Ray restarts those on
         # the nodes that are left (or on one that joins) and _revive starts their loops again.
         def actor(i: int) -> Any:
@@ -441,9 +452,9 @@ class _System:
             )
 
         self.actors = [actor(i) for i in range(place.actors)]
-        created.extend([self.learner, self.evaluator, *self.actors])
+        created.extend([h for h in (self.learner, self.evaluator, *self.actors) if h is not None])
         self.loops: dict[Any, tuple[str, Any]] = {}  # run() object ref -> (component, actor handle)
-        named = [("learner", self.learner), ("evaluator", self.evaluator)]
+        named = [("learner", self.learner)] + ([("evaluator", self.evaluator)] if self.evaluator is not None else [])
         for name, handle in named + [(f"actor-{i}", a) for i, a in enumerate(self.actors)]:
             self.loops[handle.run.remote()] = (name, handle)
         self.restarts = 0
@@ -463,6 +474,10 @@ class _System:
             f"{cfg.selfplay.games_per_actor} games, {acting}; learner on "
             f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {self.link.describe()}; "
             f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
+            + ("" if self.gated else
+               f"  no gate: the evaluator plays two-player matches and {cfg.preset} seats "
+               f"{cfg.game_rules().players}; every candidate becomes the best model (ungated), "
+               f"and nothing is measured against greedy\n")
         )
         self.out.flush()
         interrupted, failure = False, None
@@ -510,9 +525,9 @@ class _System:
             self.loops[handle.run.remote()] = (name, handle)
 
     def _snapshot(self, elapsed: float) -> dict[str, Any]:
-        *actors, learner, evaluator, registry = _gather_stats(
-            [*self.actors, self.learner, self.evaluator, self.registry], timeout=10.0
-        )
+        handles = [*self.actors, self.learner, self.registry] + ([self.evaluator] if self.evaluator is not None else [])
+        *actors, learner, registry, evaluator = _gather_stats(handles, timeout=10.0) + (
+            [] if self.evaluator is not None else [{}])
         return {
             "time": round(elapsed, 1),
             "wall": time.time(),
@@ -527,6 +542,8 @@ class _System:
         import ray
 
         for handle in [*self.actors, self.evaluator, self.learner]:
+            if handle is None:
+                continue
             try:
                 handle.stop.remote()
             except Exception:  # noqa: BLE001
@@ -671,7 +688,7 @@ def _progress_line(snap: dict[str, Any]) -> str:
     if "huber" in losses:  # DQN
         loss = f"loss {losses['total']:.3f} (huber {losses['huber']:.3f} q {losses['q_mean']:.2f})"
     elif losses:
-        loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f}"
+        loss = f"loss {losses['total']:.3f} (v {losses.get('value_mse', losses.get('value_ce', 0.0)):.3f} p {losses['policy_ce']:.3f}"
         loss += f" o {losses['opponent_ce']:.3f})" if "opponent_ce" in losses else ")"
     else:
         loss = "loss -"

@@ -7,7 +7,7 @@ before the network is asked. Priors come back in the order the search gave the m
 
 Three or more players: the encoding turns the board so that the mover's seat is the north point
 (``ccengine.encoding.seat_frame``), destinations likewise, and the value head answers one share
-per seat in the mover's frame (mover first, then the seats after it); :func:`absolute_seats`
+per seat in the mover's frame (mover first, then the seats after it); ``absolute_seats``
 turns that vector back to absolute seats, which is what the max-n search backs up. This module
 is the one place where the search's absolute frame meets the network's.
 """
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ccengine.encoding import Encoding, encoding_for, seat_frame
+from ccengine.encoding import Encoding, absolute_seats, encoding_for, seat_frame
 from ccengine.rules import Rules
 
 from .backends import resolve_backend
@@ -28,26 +28,7 @@ from .model import NetConfig, PolicyValueNet, load_net
 from .model_files import ALGOS, model_meta, read_model_file
 from .onnx_backend import calibration_planes
 
-__all__ = ["NetworkEvaluator", "absolute_seats", "load_network_evaluator", "mover_frame", "network_inference"]
-
-
-def absolute_seats(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
-    """``(B, P)`` shares in the mover's frame (entry i: player ``(to_move + i) % P``) -> by
-    absolute seat (entry p: player p)."""
-    values = np.asarray(values)
-    players = values.shape[1]
-    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
-    out = np.empty_like(values)
-    np.put_along_axis(out, seats, values, axis=1)
-    return out
-
-
-def mover_frame(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`absolute_seats`: ``(B, P)`` by absolute seat -> the mover's frame."""
-    values = np.asarray(values)
-    players = values.shape[1]
-    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
-    return np.take_along_axis(values, seats, axis=1)
+__all__ = ["NetworkEvaluator", "load_network_evaluator", "network_inference"]
 
 
 def network_inference(

@@ -54,13 +54,17 @@ class LearnerService:
         replay: ReplayLink,
         registry: str,
         dqn: DQNConfig | None = None,
+        promote_candidates: bool = False,
     ) -> None:
         """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
         before self-play (0: no stage 1). ``run_config`` and ``config_hash``: the whole run's
         config as plain data, recorded in every checkpoint. ``dqn``: train Q values by double DQN
-        on ``dqn`` records (``learner.dqn``) instead of AlphaZero's targets (no stage 1 then)."""
+        on ``dqn`` records (``learner.dqn``) instead of AlphaZero's targets (no stage 1 then).
+        ``promote_candidates``: every candidate also becomes the best model at once (a run
+        without a gate: the driver's choice for games the evaluator cannot play yet)."""
         configure_logging()
         self.run_dir = Path(run_dir)
+        self.promote_candidates = promote_candidates
         import ray
 
         self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
@@ -210,6 +214,8 @@ class LearnerService:
     def _publish_candidate(self) -> None:
         version, weights = self.trainer.export_weights()
         self.registry.publish_candidate.remote(version, weights)
+        if self.promote_candidates and self.stage == 2:
+            self.registry.set_best.remote(version, weights)
 
     def checkpoint(self) -> Path:
         """Write a checkpoint now (atomic; the newest few are kept)."""
@@ -248,7 +254,8 @@ class LearnerService:
         if self.dqn is not None:
             terms = (("total", "total"), ("huber", "huber"), ("l2", "l2"))
         else:
-            terms = (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2"),
+            value_key = "value_ce" if "value_ce" in last else "value_mse"   # three or more players: ce
+            terms = (("total", "total"), ("value", value_key), ("policy", "policy_ce"), ("l2", "l2"),
                      ("opponent", "opponent_ce"))
         for term, key in terms:
             if term != "opponent" or key in last:
