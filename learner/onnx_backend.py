@@ -262,9 +262,13 @@ class OnnxRunner:
 
 def _values(values: np.ndarray, net: PolicyValueNet) -> np.ndarray:
     """The value output as the network's ``forward`` shapes it: ``(B,)`` for the scalar head,
-    ``(B, P)`` for a head with one output per seat."""
+    ``(B, P)`` for a head with one output per seat, renormalised to sum 1 (an 8-bit graph
+    quantizes the softmax to steps of 1/255: its rows sum to 1 only within ~1%)."""
     outputs = net.config.value_outputs
-    return values.reshape(-1) if outputs == 1 else values.reshape(-1, outputs)
+    if outputs == 1:
+        return values.reshape(-1)
+    values = values.reshape(-1, outputs)
+    return values / np.maximum(values.sum(axis=1, keepdims=True), np.float32(1e-12))
 
 
 #: Format tag in the metadata of every model ``hopzero export --onnx`` writes.
