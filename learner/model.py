@@ -290,7 +290,8 @@ def _init_modules(*roots: nn.Module) -> None:
 class PolicyValueNet(nn.Module):
     """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``
     (value ``(B, P)``, a softmax over the seats in the mover's frame, when
-    ``config.value_outputs = P > 1``), and a third output ``opponent_logits (B, policy_size)`` when ``config.opponent_head``.
+    ``config.value_outputs = P > 1``), and a third output ``opponent_logits (B, policy_size)``
+    when ``config.opponent_head``.
 
     Logits are raw (no softmax, no masking): masking and renormalising over legal moves is
     :class:`learner.inference.Inference`'s job, the loss takes logits.

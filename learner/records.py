@@ -281,7 +281,8 @@ def make_record(
     index = np.concatenate([np.asarray(ix, dtype=np.int64) for ix, _ in policies] or [np.zeros(0, np.int64)])
     prob = np.concatenate([np.asarray(p, dtype=np.float64) for _, p in policies] or [np.zeros(0)])
     index_dtype = np.int16 if rules.k * rules.cells <= np.iinfo(np.int16).max else np.int32
-    start = np.zeros((0, rules.players, k), np.int8) if start_pieces is None else np.asarray(start_pieces).astype(np.int8)
+    start = (np.zeros((0, rules.players, k), np.int8) if start_pieces is None
+             else np.asarray(start_pieces).astype(np.int8))
     rec = GameRecord(
         run_id=run_id,
         preset=rules.name,

@@ -13,6 +13,8 @@ import train_helpers
 ray = pytest.importorskip("ray")
 redis = pytest.importorskip("redis")
 
+from replay_helpers import games_key  # noqa: E402
+
 from ccengine import make_player  # noqa: E402
 from ccengine.engines import new_state  # noqa: E402
 from ccengine.rules import preset  # noqa: E402
@@ -22,7 +24,6 @@ from hopzero.train import train  # noqa: E402
 from learner.network_evaluator import load_network_evaluator  # noqa: E402
 from learner.network_player import network_player  # noqa: E402,F401 (registers the mcts player)
 from learner.records import decode_record  # noqa: E402
-from replay_helpers import games_key  # noqa: E402
 
 STAR3 = preset("star3")
 
