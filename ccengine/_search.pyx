@@ -22,6 +22,12 @@ Values: an edge's W is the sum of the backed-up values from the point of view of
 makes that move (the player to move at the edge's parent), so selection at a node maximises its
 own mover's Q. A leaf value is from the point of view of the player to move at the leaf, and is
 flipped on the way up for every edge whose mover differs from that player.
+
+Three or more players (max-n, Petosa and Balch 2019): a leaf value is a vector, one entry per
+seat (the evaluator's expected shares, kept as ``2 * share - 1``); every edge on the way up adds
+the whole vector to its row of ``Tree.wv`` and its own mover's entry to ``Edge.W``, so selection
+is unchanged and each node picks by its mover's entry. ``wv`` exists only then: two-player trees
+take the scalar path above untouched.
 """
 
 cimport cython
