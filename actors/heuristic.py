@@ -23,7 +23,10 @@ moves with most forward distance to the corresponding optimal move indices"): un
 *every* legal move of largest ``psi`` (not only the last checker's: the tie-break is how the
 greedy player picks, the target is what the heuristic rates best). A pass-only position has no
 target. ``root_value`` is the game's outcome from the mover's view (the paper's value label;
-there is no search). ``model_version`` is -1.
+there is no search). ``model_version`` is -1. Three or more players: every player is greedy, a
+random position holds each player's k pieces, the random opening is ``random_moves`` per player,
+and the result is the result vector (``scores`` and ``root_shares`` of the record); a game that
+ends in a draw (equal shares) or at ``max_plies`` is discarded as with two.
 
 Only ``keep_fraction`` of the positions are for training (paper: "around 3-5%"): the record holds
 the whole game (the other positions give the kept ones their history planes) with a ``keep``
@@ -78,17 +81,16 @@ def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[li
 
 
 def random_start_board(rules: Rules, rng: np.random.Generator, *, engine: str = "cython", tries: int = 1000) -> Any:
-    """A state with each side's k pieces on distinct uniformly drawn cells anywhere on the
+    """A state with each player's k pieces on distinct uniformly drawn cells anywhere on the
     board, player 0 to move, not already over (drawn again until it is not)."""
     cls = state_class(engine)
-    k, cells = rules.k, rules.cells
+    k, cells, players = rules.k, rules.cells, rules.players
     for _ in range(tries):
-        chosen = rng.choice(cells, size=2 * k, replace=False)
+        chosen = rng.choice(cells, size=players * k, replace=False)
         board = [-1] * cells
-        for c in chosen[:k]:
-            board[int(c)] = 0
-        for c in chosen[k:]:
-            board[int(c)] = 1
+        for p in range(players):
+            for c in chosen[p * k:(p + 1) * k]:
+                board[int(c)] = p
         state = cls(rules, board, 0, 0)
         if not state.is_terminal():
             return state
@@ -174,11 +176,11 @@ class HeuristicWorker:
         # Piece lists with IDs: cur[p][j] is the cell of piece j of player p; id_on[cell] its ID.
         cur = canonical_ids(rules, state.board).tolist()
         id_on = [-1] * rules.cells
-        for p in (0, 1):
+        for p in range(rules.players):
             for j, c in enumerate(cur[p]):
                 id_on[c] = j
         history: list[list[list[int]]] = []  # piece lists of the random-opening states, oldest first
-        random_plies = 2 * self.random_moves if kind == "random_moves" else 0
+        random_plies = rules.players * self.random_moves if kind == "random_moves" else 0
         cells = rules.cells
         pieces: list[list[list[int]]] = []
         to_move: list[int] = []
@@ -189,10 +191,10 @@ class HeuristicWorker:
             moves = state.legal_moves()
             if ply < random_plies:
                 move = moves[int(rng.integers(len(moves)))]
-                history.append([cur[0][:], cur[1][:]])
+                history.append([row[:] for row in cur])
             else:
                 best, chosen_from = greedy_targets(rules, mover, moves)
-                pieces.append([cur[0][:], cur[1][:]])
+                pieces.append([row[:] for row in cur])
                 to_move.append(mover)
                 if best:
                     inv = 1.0 / len(best)
@@ -210,11 +212,20 @@ class HeuristicWorker:
             state.play(move)
             ply += 1
         stats["plies"] += state.ply
-        result = state.result() if state.is_terminal() else None
+        scores = None
+        if rules.players > 2:   # the result vector; a draw splits it equally
+            scores = state.scores() if state.is_terminal() else None
+            result = 0 if scores is None or len(set(scores)) == 1 else 1
+        else:
+            result = state.result() if state.is_terminal() else None
         if not result:  # None (cut at max_plies) or 0: a draw
             stats["draws_discarded"] += 1
             return None
-        stats["wins_first" if result == 1 else "wins_second"] += 1
+        if scores is not None:
+            if scores[0] > 0 or scores[1] > 0:
+                stats["wins_first" if scores[0] > 0 else "wins_second"] += 1
+        else:
+            stats["wins_first" if result == 1 else "wins_second"] += 1
         if not pieces:
             stats["ended_in_opening"] += 1
             return None
@@ -226,7 +237,11 @@ class HeuristicWorker:
             return None
         stats["kept_positions"] += int(keep.sum())
         movers = np.asarray(to_move, dtype=np.int64)
-        values = np.where(movers == 0, result, -result).astype(np.float32)
+        if scores is not None:
+            shares = np.asarray(scores, dtype=np.float32)
+            values = (2.0 * shares[movers] - 1.0).astype(np.float32)
+        else:
+            values = np.where(movers == 0, result, -result).astype(np.float32)
         start = None
         if history:
             start = np.asarray(history[::-1][:MAX_START_HISTORY], dtype=np.int8)
@@ -243,12 +258,14 @@ class HeuristicWorker:
             to_move=to_move,
             policies=policies,
             root_value=values,
-            outcome=int(result),
+            outcome=0 if scores is not None else int(result),
             plies=state.ply,
             start_pieces=start,
             keep=keep,
             versions=self._versions,
             prob_dtype="float32",
+            scores=scores,
+            root_shares=None if scores is None else np.tile(np.asarray(scores, np.float32), (t, 1)),
         )
 
     # -- many games ------------------------------------------------------------------------------

@@ -116,6 +116,8 @@ class _Game:
     to_move: list[int] = field(default_factory=list)
     policies: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
     root_value: list[float] = field(default_factory=list)
+    root_shares: list[np.ndarray] = field(default_factory=list)
+    """Three or more players: the root value vector of each recorded position (by seat)."""
     low: list[int] = field(default_factory=lambda: [0, 0])
     """Consecutive own searched moves with root value below ``-resign_threshold``, per side."""
     would_resign: list[bool] = field(default_factory=lambda: [False, False])
@@ -189,7 +191,7 @@ class SelfPlayWorker:
         self.network = self._build_network(net_config, device, threads, backend) if evaluator is None else None
         self._override = evaluator
         self.cache = EvaluationCache(self.network, eval_cache) if self.network is not None and eval_cache > 0 else None
-        self._timed = TimedEvaluator(evaluator if evaluator is not None else UniformEvaluator())
+        self._timed = TimedEvaluator(evaluator if evaluator is not None else UniformEvaluator(rules.players))
         self.model_version = -1
         self._has_weights = False
 
@@ -332,7 +334,12 @@ class SelfPlayWorker:
             game.to_move.append(mover)
             game.policies.append((idx, prob))
             game.root_value.append(value)
-            if self.resign_threshold > 0 and res.searched:
+            if self.rules.players > 2:
+                shares = res.root_shares
+                game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
+                                        if shares is None or not np.isfinite(shares).all() else shares)
+            # Resignation is a two-player rule: with more, one side giving up does not end the game.
+            if self.resign_threshold > 0 and res.searched and self.rules.players == 2:
                 if self._resign_check(game, mover, value):
                     # the side resigns here: this position ends the game unrecorded
                     game.pieces.pop()
@@ -347,6 +354,8 @@ class SelfPlayWorker:
         self.search.play(g, move)
         self._moves += 1
         if state.is_terminal():
+            if self.rules.players > 2:
+                return self._finish(g, outcome=0, scores=state.scores())
             result = state.result()
             return self._finish(g, outcome=0 if result is None else int(result))
         return None
@@ -370,14 +379,20 @@ class SelfPlayWorker:
         depth = min(ply, MAX_START_HISTORY)
         return tracker.piece_lists(depth + 1)[1:]
 
-    def _finish(self, g: int, *, outcome: int) -> GameRecord | None:
+    def _finish(self, g: int, *, outcome: int, scores: Any = None) -> GameRecord | None:
         game = self._games[g]
         assert game is not None
         self._games[g] = None
         plies = game.state.ply
         self._finished += 1
         self._plies_total += plies
-        self._wins[0 if outcome == 1 else 1 if outcome == -1 else 2] += 1
+        if scores is not None:   # three or more players: seat 0 or seat 1 among the winners, or a draw
+            if len(set(scores)) == 1:
+                self._wins[2] += 1
+            elif scores[0] > 0 or scores[1] > 0:
+                self._wins[0 if scores[0] > 0 else 1] += 1
+        else:
+            self._wins[0 if outcome == 1 else 1 if outcome == -1 else 2] += 1
         if len(game.versions_seen) > 1:
             self._spanning += 1
         if game.playout:
@@ -407,6 +422,8 @@ class SelfPlayWorker:
             plies=plies,
             start_pieces=game.start_pieces,
             versions=self._versions,
+            scores=scores,
+            root_shares=np.stack(game.root_shares) if scores is not None else None,
         )
 
     # -- metrics ---------------------------------------------------------------------------------

@@ -131,7 +131,10 @@ class SelfPlayService:
                     self.heuristic_games += n
                     self._send(records, stage="1")
                 else:
-                    time.sleep(0.2)  # waiting for the first best model
+                    # waiting for the first best model; stage 1's last records may still be
+                    # queued (fewer than a batch): they go once they are send_delay_s old
+                    self.writer.send()
+                    time.sleep(0.2)
                 self._update_rates()
         except Exception:
             log.exception("%s failed", self.name)

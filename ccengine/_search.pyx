@@ -22,20 +22,28 @@ Values: an edge's W is the sum of the backed-up values from the point of view of
 makes that move (the player to move at the edge's parent), so selection at a node maximises its
 own mover's Q. A leaf value is from the point of view of the player to move at the leaf, and is
 flipped on the way up for every edge whose mover differs from that player.
+
+Three or more players (max-n, Petosa and Balch 2019): a leaf value is a vector, one entry per
+seat (the evaluator's expected shares, kept as ``2 * share - 1``); every edge on the way up adds
+the whole vector to its row of ``Tree.wv`` and its own mover's entry to ``Edge.W``, so selection
+is unchanged and each node picks by its mover's entry. ``wv`` exists only then: two-player trees
+take the scalar path above untouched.
 """
 
 cimport cython
 from libc.math cimport INFINITY, cos, exp, isfinite, log, pow, sqrt, tanh
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memmove, memset
 
 from ccengine._core cimport (
     MAX_CELLS,
     MAX_PIECES,
+    MAX_PLAYERS,
     RESULT_NONE,
     CState,
     RulesTables,
+    score_vector,
     State,
     Tables,
     apply_move,
@@ -48,7 +56,6 @@ from cpython.bytes cimport PyBytes_AS_STRING
 
 import numpy as np
 
-from ccengine.rules import RulesError
 
 cimport numpy as cnp
 
@@ -72,6 +79,7 @@ STATE_BYTES = sizeof(CState)
 
 cdef enum:
     _MAX_HISTORY = 16
+    _BLOCK = MAX_PLAYERS * MAX_PIECES   # one piece list (every seat) in the history array
     _PASS_ACTION = -1
     # Node status. A node is created by the descent that first selects its edge and is at once
     # either TERMINAL or given its edges (PENDING); only a brand-new root is ever FRESH.
@@ -112,7 +120,7 @@ cdef struct Node:
     int8_t status          # ST_*
     int8_t proven          # solver: +1 / -1 = proven win / loss for state.to_move, 0 = unknown
     float value            # ST_TERMINAL: exact result from the view of state.to_move
-    int8_t pieces[2][MAX_PIECES]   # pieces[p][j]: cell of player p's piece with ID j
+    int8_t pieces[MAX_PLAYERS][MAX_PIECES]   # pieces[p][j]: cell of player p's piece with ID j
 
 
 cdef struct Tree:
@@ -130,7 +138,7 @@ cdef struct Tree:
     int32_t noise_pending  # mix Dirichlet noise into the root priors when it gets expanded
     int32_t noised         # the root's priors already carry noise
     uint64_t rng
-    int8_t* history        # [H][2][MAX_PIECES]: the root (h = 0) and the game's earlier states
+    int8_t* history        # [H][MAX_PLAYERS][MAX_PIECES]: the root (h = 0) and the game's earlier states
     # Repetition (rules with `repetition`, the star): the Zobrist hashes of the game's positions
     # before the root, oldest first. A node's own path adds the rest (see _repetition_count).
     uint64_t* seen
@@ -141,6 +149,12 @@ cdef struct Tree:
     # Parallel to `nodes` (same capacity, same compaction); NULL without model_opponent.
     float* opp
     int32_t opp_width
+    # Three or more players (max-n): wv[e * P + p] sums the backed-up values of edge e for every
+    # seat p (each on the [-1, 1] scale 2 * share - 1); parallel to `edges`. Edge.W still holds
+    # its mover's entry, so selection reads Edge.W whatever the number of players. NULL for two.
+    float* wv
+    int32_t nplayers
+    double root_Wv[MAX_PLAYERS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +217,7 @@ cdef inline uint64_t _mix_seed(uint64_t a, uint64_t b) noexcept nogil:
 # ---------------------------------------------------------------------------------------------
 
 
-cdef inline void _move_piece(int8_t[2][MAX_PIECES] pieces, int player, int k, int s, int e) noexcept nogil:
+cdef inline void _move_piece(int8_t[MAX_PLAYERS][MAX_PIECES] pieces, int player, int k, int s, int e) noexcept nogil:
     """The piece of `player` on `s` now stands on `e` (a pass changes nothing)."""
     cdef int j
     if s < 0:
@@ -214,7 +228,7 @@ cdef inline void _move_piece(int8_t[2][MAX_PIECES] pieces, int player, int k, in
             return
 
 
-cdef inline int _piece_id(int8_t[2][MAX_PIECES] pieces, int player, int k, int cell) noexcept nogil:
+cdef inline int _piece_id(int8_t[MAX_PLAYERS][MAX_PIECES] pieces, int player, int k, int cell) noexcept nogil:
     cdef int j
     for j in range(k):
         if pieces[player][j] == cell:
@@ -222,7 +236,7 @@ cdef inline int _piece_id(int8_t[2][MAX_PIECES] pieces, int player, int k, int c
     return -1
 
 
-cdef void _canonical(const Tables* t, const CState* s, int8_t[2][MAX_PIECES] out) noexcept nogil:
+cdef void _canonical(const Tables* t, const CState* s, int8_t[MAX_PLAYERS][MAX_PIECES] out) noexcept nogil:
     """Canonical piece IDs of a position without history (docs/RULES.md "Piece identities").
 
     Rhombus: player 0 ``r - c`` descending, then ``c`` ascending; player 1 ``c - r`` descending,
@@ -231,6 +245,7 @@ cdef void _canonical(const Tables* t, const CState* s, int8_t[2][MAX_PIECES] out
     in key order, so the IDs come out sorted.
     """
     cdef int n = t.n, p, d, c, r, cell, j
+    memset(out, -1, MAX_PLAYERS * MAX_PIECES)
     if t.star:
         for p in range(2):
             j = 0
@@ -268,9 +283,12 @@ cdef void _canonical(const Tables* t, const CState* s, int8_t[2][MAX_PIECES] out
 
 
 def canonical_pieces(State state not None):
-    """Canonical piece-ID list of ``state``'s position: int8 ``[2, k]``, cell of piece j of player p."""
-    cdef int8_t buf[2][MAX_PIECES]
+    """Canonical piece-ID list of ``state``'s position: int8 ``[P, k]``, cell of piece j of player p."""
+    cdef int8_t buf[MAX_PLAYERS][MAX_PIECES]
     cdef int k = state.tables.t.k, p, j
+    if state.tables.t.players > 2:
+        from ccengine.encoding import canonical_ids
+        return canonical_ids(state.tables.rules, state.board).astype(np.int8)
     _canonical(&state.tables.t, &state.s, buf)
     out = np.empty((2, k), dtype=np.int8)
     cdef int8_t[:, ::1] o = out
@@ -290,11 +308,17 @@ cdef inline float _exact_value(const CState* s) noexcept nogil:
 # ---------------------------------------------------------------------------------------------
 
 
-cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history, int opp_width) noexcept nogil:
+cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history, int opp_width,
+                     int players) noexcept nogil:
     memset(tr, 0, sizeof(Tree))
+    tr.nplayers = players
+    if players > 2:
+        tr.wv = <float*>malloc(<size_t>cap_edges * players * sizeof(float))
+        if tr.wv == NULL:
+            return -1
     tr.nodes = <Node*>malloc(cap_nodes * sizeof(Node))
     tr.edges = <Edge*>malloc(cap_edges * sizeof(Edge))
-    tr.history = <int8_t*>malloc(history * 2 * MAX_PIECES)
+    tr.history = <int8_t*>malloc(history * _BLOCK)
     tr.seen = <uint64_t*>malloc(64 * sizeof(uint64_t))
     if tr.nodes == NULL or tr.edges == NULL or tr.history == NULL or tr.seen == NULL:
         return -1
@@ -306,7 +330,7 @@ cdef int _tree_alloc(Tree* tr, int cap_nodes, int cap_edges, int history, int op
     tr.cap_seen = 64
     tr.cap_nodes = cap_nodes
     tr.cap_edges = cap_edges
-    memset(tr.history, -1, history * 2 * MAX_PIECES)
+    memset(tr.history, -1, history * _BLOCK)
     return 0
 
 
@@ -316,7 +340,9 @@ cdef void _tree_free(Tree* tr) noexcept nogil:
     free(tr.history)
     free(tr.seen)
     free(tr.opp)
+    free(tr.wv)
     tr.opp = NULL
+    tr.wv = NULL
     tr.nodes = NULL
     tr.edges = NULL
     tr.history = NULL
@@ -349,6 +375,7 @@ cdef int _reserve_edges(Tree* tr, int extra) noexcept nogil:
     """Room for `extra` more edges. Invalidates Edge pointers; callers hold indices."""
     cdef int cap = tr.cap_edges
     cdef Edge* p
+    cdef float* w
     if tr.n_edges + extra <= cap:
         return 0
     while cap < tr.n_edges + extra:
@@ -357,11 +384,16 @@ cdef int _reserve_edges(Tree* tr, int extra) noexcept nogil:
     if p == NULL:
         return -1
     tr.edges = p
+    if tr.wv != NULL:
+        w = <float*>realloc(tr.wv, <size_t>cap * tr.nplayers * sizeof(float))
+        if w == NULL:
+            return -1   # cap_edges unchanged: the edges' larger block is merely not used yet
+        tr.wv = w
     tr.cap_edges = cap
     return 0
 
 
-cdef void _tree_set_root(Tree* tr, const CState* s, int8_t[2][MAX_PIECES] pieces) noexcept nogil:
+cdef void _tree_set_root(Tree* tr, const CState* s, int8_t[MAX_PLAYERS][MAX_PIECES] pieces) noexcept nogil:
     """Discard everything and make `s` the (fresh) root; the arrays keep their capacity."""
     cdef Node* root = &tr.nodes[0]
     memset(root, 0, sizeof(Node))
@@ -373,13 +405,14 @@ cdef void _tree_set_root(Tree* tr, const CState* s, int8_t[2][MAX_PIECES] pieces
     root.num_edges = 0
     if s.result != RESULT_NONE:
         root.status = ST_TERMINAL
-        root.value = _exact_value(s)
+        root.value = _exact_value(s)   # the root is never backed up: only its status matters
     else:
         root.status = ST_FRESH
     tr.n_nodes = 1
     tr.n_edges = 0
     tr.root_N = 0
     tr.root_W = 0.0
+    memset(tr.root_Wv, 0, sizeof(tr.root_Wv))
     tr.root_vloss = 0
     tr.remaining = 0
     tr.noise_pending = 0
@@ -387,11 +420,11 @@ cdef void _tree_set_root(Tree* tr, const CState* s, int8_t[2][MAX_PIECES] pieces
     tr.active = 1 if s.result == RESULT_NONE else 0
 
 
-cdef inline void _push_history(Tree* tr, int history, int8_t[2][MAX_PIECES] pieces) noexcept nogil:
+cdef inline void _push_history(Tree* tr, int history, int8_t[MAX_PLAYERS][MAX_PIECES] pieces) noexcept nogil:
     """The root moved one ply on: shift the game history and put the new root first."""
-    cdef int block = 2 * MAX_PIECES
+    cdef int block = _BLOCK
     if history > 1:
-        memcpy(tr.history + block, tr.history, (history - 1) * block)
+        memmove(tr.history + block, tr.history, (history - 1) * block)
     memcpy(tr.history, pieces, block)
 
 
@@ -482,6 +515,7 @@ cdef class SearchForest:
     cdef readonly int max_moves
     cdef readonly int k
     cdef readonly int cells
+    cdef readonly int players
     cdef readonly double c_puct
     cdef readonly double fpu_value
     cdef readonly double fpu_reduction
@@ -535,7 +569,9 @@ cdef class SearchForest:
         cdef int g
         if self.trees != NULL:
             raise RuntimeError("SearchForest.__init__ called twice")
-        _two_players(tables, "SearchForest")
+        if tables.t.players > 2 and model_opponent:
+            raise ValueError(f"model_opponent models the one opponent of a two-player game; the "
+                             f"{tables.rules.name} rules seat {tables.t.players} players")
         if num_games < 1:
             raise ValueError(f"num_games={num_games} must be at least 1")
         if not 1 <= history <= _MAX_HISTORY:
@@ -562,6 +598,7 @@ cdef class SearchForest:
         self.max_moves = self.t.max_moves
         self.k = self.t.k
         self.cells = self.t.cells
+        self.players = self.t.players
         self.c_puct = c_puct
         self.pv_mode = PV_NODE if parent_visits == "node" else PV_CHILDREN_SUM
         self.fpu_mode = FPU_PARENT if fpu == "parent" else FPU_VALUE
@@ -586,7 +623,7 @@ cdef class SearchForest:
         memset(self.trees, 0, num_games * sizeof(Tree))
         for g in range(num_games):
             if _tree_alloc(&self.trees[g], node_capacity, edge_capacity, history,
-                           self.k * self.cells if model_opponent else 0) != 0:
+                           self.k * self.cells if model_opponent else 0, self.players) != 0:
                 raise MemoryError()
         self.num_pending = 0
 
@@ -619,23 +656,28 @@ cdef class SearchForest:
         A finished game is accepted but inactive: :meth:`start` refuses it.
         """
         cdef Tree* tr = self._tree(g)
-        cdef int8_t pieces[2][MAX_PIECES]
+        cdef int8_t pieces[MAX_PLAYERS][MAX_PIECES]
         cdef int8_t[:, :, :] h
         cdef int i, p, j, cell, hl
         if self.num_pending:
             raise RuntimeError("set_root while a batch is pending: call expand_and_backup first")
         if state.tables.rules != self.tables.rules:
             raise ValueError("state is of other rules than this forest")
-        memset(tr.history, -1, self.history * 2 * MAX_PIECES)
+        memset(tr.history, -1, self.history * _BLOCK)
+        if history is None and self.players > 2:
+            # the canonical IDs of three or more players are defined once, in ccengine.encoding
+            from ccengine.encoding import canonical_ids
+            history = canonical_ids(self.tables.rules, state.board)[None]
         if history is None:
             _canonical(self.t, &state.s, pieces)
-            memcpy(tr.history, pieces, 2 * MAX_PIECES)
+            memcpy(tr.history, pieces, _BLOCK)
         else:
             h = np.ascontiguousarray(history, dtype=np.int8)
-            if h.shape[0] < 1 or h.shape[1] != 2 or h.shape[2] != self.k:
-                raise ValueError(f"history must be int8 [h >= 1, 2, {self.k}], got shape {np.shape(history)}")
+            if h.shape[0] < 1 or h.shape[1] != self.players or h.shape[2] != self.k:
+                raise ValueError(f"history must be int8 [h >= 1, {self.players}, {self.k}], "
+                                 f"got shape {np.shape(history)}")
             memset(pieces, -1, sizeof(pieces))
-            for p in range(2):
+            for p in range(self.players):
                 for j in range(self.k):
                     cell = h[0, p, j]
                     if not 0 <= cell < self.cells or cell_owner(&state.s, cell) != p:
@@ -648,9 +690,9 @@ cdef class SearchForest:
                             raise ValueError(f"history[0]: two pieces of player {p} on cell {pieces[p][j]}")
             hl = min(h.shape[0], self.history)
             for i in range(hl):
-                for p in range(2):
+                for p in range(self.players):
                     for j in range(self.k):
-                        tr.history[(i * 2 + p) * MAX_PIECES + j] = h[i, p, j]
+                        tr.history[i * _BLOCK + p * MAX_PIECES + j] = h[i, p, j]
         tr.n_seen = 0
         if self.t.repetition:
             for packed in state._history:
@@ -672,7 +714,7 @@ cdef class SearchForest:
         cdef Node* root
         cdef int i, found = -1, child
         cdef CState st
-        cdef int8_t pieces[2][MAX_PIECES]
+        cdef int8_t pieces[MAX_PLAYERS][MAX_PIECES]
         cdef int count
         if self.num_pending:
             raise RuntimeError("advance while a batch is pending: call expand_and_backup first")
@@ -721,6 +763,8 @@ cdef class SearchForest:
         cdef Node* new_nodes
         cdef Edge* new_edges
         cdef float* new_opp
+        cdef float* new_wv
+        cdef int P = tr.nplayers, q
         cdef int32_t nn = 0, ne = 0, qi, x, i, c
         cdef int32_t sub_nodes = 0, sub_edges = 0
         cdef Node* nd
@@ -728,7 +772,9 @@ cdef class SearchForest:
         cdef Edge* inc = &tr.edges[tr.nodes[new_root].parent_edge]
         cdef int32_t root_N = inc.N
         cdef double root_W = inc.W
-        if tr.nodes[tr.nodes[new_root].parent].state.to_move != tr.nodes[new_root].state.to_move:
+        if P > 2:
+            root_W = tr.wv[<size_t>tr.nodes[new_root].parent_edge * P + tr.nodes[new_root].state.to_move]
+        elif tr.nodes[tr.nodes[new_root].parent].state.to_move != tr.nodes[new_root].state.to_move:
             root_W = -root_W
         # Count the subtree first, to size the new arrays exactly (with room to grow).
         if self.queue_cap < tr.n_nodes:
@@ -757,11 +803,19 @@ cdef class SearchForest:
         new_opp = NULL
         if tr.opp_width > 0:
             new_opp = <float*>malloc(<size_t>max(2 * sub_nodes, 64) * tr.opp_width * sizeof(float))
-        if new_nodes == NULL or new_edges == NULL or (tr.opp_width > 0 and new_opp == NULL):
+        new_wv = NULL
+        if P > 2:
+            new_wv = <float*>malloc(<size_t>max(2 * sub_edges, 2 * self.max_moves) * P * sizeof(float))
+        if (new_nodes == NULL or new_edges == NULL or (tr.opp_width > 0 and new_opp == NULL)
+                or (P > 2 and new_wv == NULL)):
             free(new_nodes)
             free(new_edges)
             free(new_opp)
+            free(new_wv)
             return -1
+        if P > 2:
+            for q in range(P):
+                tr.root_Wv[q] = tr.wv[<size_t>tr.nodes[new_root].parent_edge * P + q]
         # Breadth-first order is the queue order: queue[i] becomes node i.
         for qi in range(sub_nodes):
             new_nodes[qi] = tr.nodes[self.queue[qi]]
@@ -774,6 +828,8 @@ cdef class SearchForest:
             if nd.first_edge < 0:
                 continue
             memcpy(&new_edges[ne], &tr.edges[nd.first_edge], nd.num_edges * sizeof(Edge))
+            if P > 2:
+                memcpy(&new_wv[<size_t>ne * P], &tr.wv[<size_t>nd.first_edge * P], nd.num_edges * P * sizeof(float))
             nd.first_edge = ne
             for i in range(nd.num_edges):
                 ed = &new_edges[ne + i]
@@ -789,9 +845,11 @@ cdef class SearchForest:
         free(tr.nodes)
         free(tr.edges)
         free(tr.opp)
+        free(tr.wv)
         tr.nodes = new_nodes
         tr.edges = new_edges
         tr.opp = new_opp
+        tr.wv = new_wv
         tr.n_nodes = sub_nodes
         tr.cap_nodes = max(2 * sub_nodes, 64)
         tr.n_edges = ne
@@ -874,7 +932,10 @@ cdef class SearchForest:
         else:
             pe = &tr.edges[nd.parent_edge]
             n_par = pe.N
-            w_par = pe.W if tr.nodes[nd.parent].state.to_move == p else -pe.W
+            if tr.wv != NULL:   # max-n: this node's mover's own entry of the incoming edge
+                w_par = tr.wv[<size_t>nd.parent_edge * tr.nplayers + p]
+            else:
+                w_par = pe.W if tr.nodes[nd.parent].state.to_move == p else -pe.W
             vl_par = pe.vloss
         if self.pv_mode == PV_NODE:
             total = n_par + vl_par
@@ -941,7 +1002,18 @@ cdef class SearchForest:
 
     cdef inline int _proof_for(self, Tree* tr, int c, int player) noexcept nogil:
         """Node c's proof (+1 won, -1 lost, 0 unknown) from ``player``'s view."""
+        if tr.wv != NULL:
+            return self._proof_vec(tr, c, player)
         return tr.nodes[c].proven if tr.nodes[c].state.to_move == player else -tr.nodes[c].proven
+
+    cdef int _proof_vec(self, Tree* tr, int c, int player) noexcept nogil:
+        """Three or more players: only a finished game is proven; +1 when ``player`` won it
+        alone (its whole share), -1 when it has no share, 0 for a shared result."""
+        cdef float sv[MAX_PLAYERS]
+        if tr.nodes[c].status != ST_TERMINAL:
+            return 0
+        score_vector(self.t, &tr.nodes[c].state, sv)
+        return 1 if sv[player] >= 1.0 else (-1 if sv[player] <= 0.0 else 0)
 
     cdef void _prove_upwards(self, Tree* tr, int x) noexcept nogil:
         """After node x got a proof, prove its ancestors that now follow from it."""
@@ -989,8 +1061,11 @@ cdef class SearchForest:
         ch.proven = 0
         if ch.state.result != RESULT_NONE:
             ch.status = ST_TERMINAL
-            ch.value = _exact_value(&ch.state)
-            ch.proven = 1 if ch.value > 0 else (-1 if ch.value < 0 else 0)
+            if tr.wv != NULL:   # max-n: the exact vector is read again from the state (_proof_vec)
+                ch.value = 0.0
+            else:
+                ch.value = _exact_value(&ch.state)
+                ch.proven = 1 if ch.value > 0 else (-1 if ch.value < 0 else 0)
         else:
             ch.status = ST_FRESH
             ch.value = 0.0
@@ -1023,6 +1098,8 @@ cdef class SearchForest:
             else:
                 pid = _piece_id(nd.pieces, nd.state.to_move, self.k, s)
                 ed.action = <int16_t>(pid * self.cells + e)
+        if tr.wv != NULL:
+            memset(&tr.wv[<size_t>first * tr.nplayers], 0, <size_t>cnt * tr.nplayers * sizeof(float))
         nd.first_edge = first
         nd.num_edges = <int16_t>cnt
         nd.status = ST_PENDING
@@ -1044,6 +1121,44 @@ cdef class SearchForest:
         tr.root_W += v if tr.nodes[0].state.to_move == leaf_player else -v
         if remove_vloss:
             tr.root_vloss -= 1
+
+    cdef void _backup_vec(self, Tree* tr, int x, const double* v, int remove_vloss) noexcept nogil:
+        """Max-n backup: add the value vector v (one entry per seat, each on the [-1, 1] scale)
+        to every edge from the root to x; an edge's W takes its own mover's entry."""
+        cdef int par, q, P = tr.nplayers
+        cdef Edge* ed
+        cdef float* w
+        while x != 0:
+            par = tr.nodes[x].parent
+            ed = &tr.edges[tr.nodes[x].parent_edge]
+            ed.N += 1
+            ed.W += <float>v[tr.nodes[par].state.to_move]
+            w = &tr.wv[<size_t>tr.nodes[x].parent_edge * P]
+            for q in range(P):
+                w[q] += <float>v[q]
+            if remove_vloss:
+                ed.vloss -= 1
+            x = par
+        tr.root_N += 1
+        tr.root_W += v[tr.nodes[0].state.to_move]
+        for q in range(P):
+            tr.root_Wv[q] += v[q]
+        if remove_vloss:
+            tr.root_vloss -= 1
+
+    cdef void _backup_terminal(self, Tree* tr, int x) noexcept nogil:
+        """Back up the exact result of finished node x: its score vector for three or more
+        players (as 2 * share - 1), its scalar value for two."""
+        cdef float sv[MAX_PLAYERS]
+        cdef double v[MAX_PLAYERS]
+        cdef int q
+        if tr.wv == NULL:
+            self._backup(tr, x, tr.nodes[x].value, 1)
+            return
+        score_vector(self.t, &tr.nodes[x].state, sv)
+        for q in range(tr.nplayers):
+            v[q] = 2.0 * sv[q] - 1.0
+        self._backup_vec(tr, x, v, 1)
 
     cdef void _undo_vloss(self, Tree* tr, int x) noexcept nogil:
         while x != 0:
@@ -1072,7 +1187,7 @@ cdef class SearchForest:
                         return SEL_NOMEM
                 x = c
             elif tr.nodes[x].status == ST_TERMINAL:
-                self._backup(tr, x, tr.nodes[x].value, 1)
+                self._backup_terminal(tr, x)
                 return SEL_TERMINAL
             elif tr.nodes[x].status == ST_PENDING:
                 self._undo_vloss(tr, x)
@@ -1093,15 +1208,15 @@ cdef class SearchForest:
         cdef Node* nd = &tr.nodes[x]
         # History: the path from the leaf up to the root, then the game's history before the root.
         while h < self.history and y >= 0:
-            for p in range(2):
+            for p in range(self.players):
                 for j in range(k):
                     pieces[b, h, p, j] = tr.nodes[y].pieces[p][j]
             h += 1
             y = tr.nodes[y].parent
         while h < self.history:
-            for p in range(2):
+            for p in range(self.players):
                 for j in range(k):
-                    pieces[b, h, p, j] = tr.history[(hist_i * 2 + p) * MAX_PIECES + j]
+                    pieces[b, h, p, j] = tr.history[hist_i * _BLOCK + p * MAX_PIECES + j]
             h += 1
             hist_i += 1
         to_move[b] = <int8_t>nd.state.to_move
@@ -1144,9 +1259,9 @@ cdef class SearchForest:
         if self.num_pending:
             raise RuntimeError("select called twice: expand_and_backup the previous batch first")
         cap = self.num_games * self.leaves_per_game
-        if (pieces.shape[0] < cap or pieces.shape[1] != self.history or pieces.shape[2] != 2
+        if (pieces.shape[0] < cap or pieces.shape[1] != self.history or pieces.shape[2] != self.players
                 or pieces.shape[3] != self.k):
-            raise ValueError(f"pieces must be int8 [>= {cap}, {self.history}, 2, {self.k}]")
+            raise ValueError(f"pieces must be int8 [>= {cap}, {self.history}, {self.players}, {self.k}]")
         if to_move.shape[0] < cap or counts.shape[0] < cap:
             raise ValueError(f"to_move and counts need >= {cap} rows")
         if legal.shape[0] < cap or legal.shape[1] < self.max_moves:
@@ -1184,7 +1299,7 @@ cdef class SearchForest:
             raise MemoryError("search tree arrays could not grow")
         return b
 
-    def expand_and_backup(self, float[:, ::1] priors not None, float[::1] values not None,
+    def expand_and_backup(self, float[:, ::1] priors not None, values not None,
                           float[:, ::1] opponent=None):
         """Expand the leaves of the last :meth:`select` and back their values up.
 
@@ -1192,8 +1307,12 @@ cdef class SearchForest:
           priors of leaf i's legal moves in the order of ``legal``. They are renormalised over
           the legal moves (negative or non-finite entries count as 0; an all-zero row becomes
           uniform; a single legal move gets 1).
-        - ``values``: float32 ``[>= n]``: leaf values in [-1, 1] from the view of the player to
-          move at the leaf (clipped to [-1, 1]; NaN counts as 0).
+        - ``values``: two players: float32 ``[>= n]``: leaf values in [-1, 1] from the view of
+          the player to move at the leaf (clipped to [-1, 1]; NaN counts as 0). Three or more
+          players (max-n): float32 ``[>= n, P]``: row i, each seat's expected share of the
+          result at leaf i, by absolute seat (negative or non-finite entries count as 0, the
+          row is renormalised to sum 1, an all-zero row becomes 1/P each); the tree keeps them
+          as ``2 * share - 1`` so that two and more players share one scale.
         - ``opponent`` (``model_opponent`` only, and then required): float32
           ``[>= n, k * cells]``: row i, the opponent model's logits at leaf i over the reply of
           the player not to move there, by absolute policy index (only their order matters).
@@ -1205,10 +1324,28 @@ cdef class SearchForest:
         cdef Tree* tr
         cdef Node* nd
         cdef double total, p, v
+        cdef double vv[MAX_PLAYERS]
+        cdef float[::1] v1
+        cdef float[:, ::1] vn
+        cdef int q, P = self.players
         if n == 0:
             return
-        if priors.shape[0] < n or values.shape[0] < n:
-            raise ValueError(f"priors and values need >= {n} rows")
+        if P == 2:
+            if np.ndim(values) != 1:
+                raise ValueError(f"values must be float32 [>= {n}] (one scalar per leaf: two players), "
+                                 f"got shape {np.shape(values)}")
+            v1 = values
+            vn = None
+            if priors.shape[0] < n or v1.shape[0] < n:
+                raise ValueError(f"priors and values need >= {n} rows")
+        else:
+            if np.ndim(values) != 2 or np.shape(values)[1] != P:
+                raise ValueError(f"values must be float32 [>= {n}, {P}] (one share per seat: "
+                                 f"{P} players), got shape {np.shape(values)}")
+            vn = values
+            v1 = None
+            if priors.shape[0] < n or vn.shape[0] < n:
+                raise ValueError(f"priors and values need >= {n} rows")
         if self.model_opponent:
             if opponent is None:
                 raise ValueError("model_opponent: expand_and_backup needs the leaves' opponent logits")
@@ -1243,11 +1380,21 @@ cdef class SearchForest:
                     memcpy(&tr.opp[<size_t>x * tr.opp_width], &opponent[i, 0], tr.opp_width * sizeof(float))
                 if x == 0 and tr.noise_pending:
                     self._mix_noise(tr)
-                v = values[i]
-                if not isfinite(v):
-                    v = 0.0
-                v = 1.0 if v > 1.0 else (-1.0 if v < -1.0 else v)
-                self._backup(tr, x, v, 1)
+                if P == 2:
+                    v = v1[i]
+                    if not isfinite(v):
+                        v = 0.0
+                    v = 1.0 if v > 1.0 else (-1.0 if v < -1.0 else v)
+                    self._backup(tr, x, v, 1)
+                else:
+                    total = 0.0
+                    for q in range(P):
+                        v = vn[i, q]
+                        vv[q] = v if (isfinite(v) and v > 0) else 0.0
+                        total += vv[q]
+                    for q in range(P):
+                        vv[q] = 2.0 * (vv[q] / total if total > 0 else 1.0 / P) - 1.0
+                    self._backup_vec(tr, x, vv, 1)
             self.num_pending = 0
 
     # -- results -------------------------------------------------------------------------------
@@ -1283,6 +1430,26 @@ cdef class SearchForest:
             prior[i] = ed.P
         return cnt, tr.root_N, (tr.root_W / tr.root_N if tr.root_N > 0 else float("nan"))
 
+    def root_value_vector(self, int g):
+        """float32 ``[P]``: the mean backed-up expected share of each absolute seat at game
+        ``g``'s root (three or more players; NaN before any simulation). For two players, the
+        root mover's mean value v as the shares ``((1 + v) / 2, (1 - v) / 2)`` in seat order."""
+        cdef Tree* tr = self._tree(g)
+        cdef int q, P = self.players
+        out = np.full(P, np.nan, dtype=np.float32)
+        if tr.root_N == 0:
+            return out
+        if P == 2:
+            v = tr.root_W / tr.root_N
+            if tr.nodes[0].state.to_move == 1:
+                v = -v
+            out[0] = (1.0 + v) / 2.0
+            out[1] = (1.0 - v) / 2.0
+            return out
+        for q in range(P):
+            out[q] = (1.0 + tr.root_Wv[q] / tr.root_N) / 2.0
+        return out
+
     def root_proofs(self, int g, int8_t[::1] out not None):
         """Solver proofs of game ``g``'s root edges, in :meth:`root_stats` order, from the root
         mover's view (+1 the move wins, -1 it loses, 0 unknown); returns their count."""
@@ -1310,33 +1477,33 @@ cdef class SearchForest:
         return cnt
 
     def root_state(self, int g):
-        """``(to_move, ply, pieces int8 [2, k])`` of game ``g``'s root."""
+        """``(to_move, ply, pieces int8 [P, k])`` of game ``g``'s root (P = players)."""
         cdef Tree* tr = self._tree(g)
-        out = np.empty((2, self.k), dtype=np.int8)
+        out = np.empty((self.players, self.k), dtype=np.int8)
         cdef int8_t[:, ::1] o = out
         cdef int p, j
-        for p in range(2):
+        for p in range(self.players):
             for j in range(self.k):
                 o[p, j] = tr.nodes[0].pieces[p][j]
         return tr.nodes[0].state.to_move, tr.nodes[0].state.ply, out
 
     def root_history(self, int g):
-        """int8 ``[H, 2, k]``: the root's piece list and the game's earlier ones (-1 missing)."""
+        """int8 ``[H, P, k]``: the root's piece list and the game's earlier ones (-1 missing)."""
         cdef Tree* tr = self._tree(g)
-        out = np.empty((self.history, 2, self.k), dtype=np.int8)
+        out = np.empty((self.history, self.players, self.k), dtype=np.int8)
         cdef int8_t[:, :, ::1] o = out
         cdef int h, p, j
         for h in range(self.history):
-            for p in range(2):
+            for p in range(self.players):
                 for j in range(self.k):
-                    o[h, p, j] = tr.history[(h * 2 + p) * MAX_PIECES + j]
+                    o[h, p, j] = tr.history[h * _BLOCK + p * MAX_PIECES + j]
         return out
 
     def tree_size(self, int g):
         """``(nodes, edges, bytes allocated)`` of game ``g``'s tree."""
         cdef Tree* tr = self._tree(g)
         return (tr.n_nodes, tr.n_edges,
-                tr.cap_nodes * sizeof(Node) + tr.cap_edges * sizeof(Edge) + self.history * 2 * MAX_PIECES)
+                tr.cap_nodes * sizeof(Node) + tr.cap_edges * sizeof(Edge) + self.history * _BLOCK)
 
     def node_edges(self, int g, path=()):
         """Edges of the node reached from game ``g``'s root by ``path`` (a sequence of ``(s, e)``
@@ -1408,17 +1575,6 @@ cdef class SearchForest:
             elif nd.status == ST_PENDING:
                 raise AssertionError(f"node {x} pending")
         return True
-
-
-cdef int _two_players(RulesTables tables, str what) except -1:
-    """Refuse rules of more than two players: this search backs up one scalar value per node
-    (the mover's), which is not yet the vector of a game of three or more (max-n)."""
-    if tables.t.players != 2:
-        raise RulesError(
-            f"{what} searches two-player games only (one scalar value per node); the {tables.rules.name} "
-            f"rules seat {tables.t.players} players (the max-n search of issue 16 is not there yet)"
-        )
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1530,7 +1686,10 @@ cdef int _winning_move(const Tables* t, const CState* s, const int16_t* moves, i
             continue
         c = s[0]
         apply_move(t, &c, moves[2 * i], e)
-        if c.result == win:
+        if t.players == 2:
+            if c.result == win:
+                return i
+        elif c.result != RESULT_NONE and c.winners == (1 << p):
             return i
     return -1
 
@@ -1580,7 +1739,9 @@ cdef class RolloutEvaluator:
     def __init__(self, RulesTables tables not None, *, str policy="greedy", double epsilon=0.1,
                  double temperature=1.0, int rollouts=1, bint decisive=False, int max_plies=0,
                  str cap_value="draw", double advance_scale=4.0, uint64_t seed=0):
-        _two_players(tables, "RolloutEvaluator")
+        if tables.t.players > 2 and cap_value == "advance":
+            raise ValueError(f"cap_value='advance' compares two players' advance; the {tables.rules.name} "
+                             f"rules seat {tables.t.players} players: use cap_value='draw'")
         if policy not in _ROLLOUT_POLICIES:
             raise ValueError(f"policy={policy!r}; valid: {sorted(_ROLLOUT_POLICIES)}")
         if cap_value not in ("draw", "advance"):
@@ -1651,6 +1812,25 @@ cdef class RolloutEvaluator:
             return tanh((self._advance(&s, me) - self._advance(&s, 1 - me)) / self.advance_scale)
         return 0.0
 
+    cdef void _playout_vec(self, const CState* leaf, uint64_t* rng, double* acc) noexcept nogil:
+        """Three or more players: add one playout's score vector (by seat) to acc; a playout
+        cut by the cap scores a draw (equal shares)."""
+        cdef CState s = leaf[0]
+        cdef int plies = 0, cnt, i, P = self.t.players
+        cdef float sv[MAX_PLAYERS]
+        while s.result == RESULT_NONE and (self.max_plies == 0 or plies < self.max_plies):
+            cnt = generate_moves(self.t, &s, self.movebuf)
+            i = self._pick(&s, cnt, rng)
+            apply_move(self.t, &s, self.movebuf[2 * i], self.movebuf[2 * i + 1])
+            plies += 1
+        if s.result != RESULT_NONE:
+            score_vector(self.t, &s, sv)
+            for i in range(P):
+                acc[i] += sv[i]
+        else:
+            for i in range(P):
+                acc[i] += 1.0 / P
+
     cdef double rollout(self, const CState* leaf) noexcept nogil:
         """Mean value of ``rollouts`` playouts from `leaf`, from the view of its player to move."""
         cdef uint64_t rng = _mix_seed(self.seed ^ leaf.hash, <uint64_t>leaf.ply)
@@ -1663,17 +1843,38 @@ cdef class RolloutEvaluator:
     def evaluate(self, pieces, to_move, int32_t[:, ::1] legal not None, int32_t[::1] counts not None,
                  *, uint8_t[:, ::1] states=None):
         """Priors uniform over ``counts[i]`` moves (float32 ``[B, max_moves]``) and rollout values
-        (float32 ``[B]``) from the leaves' engine ``states`` (uint8 ``[B, STATE_BYTES]``)."""
+        from the leaves' engine ``states`` (uint8 ``[B, STATE_BYTES]``): float32 ``[B]`` from the
+        leaf mover's view for two players, float32 ``[B, P]`` mean score vectors by seat for more."""
         if states is None:
             raise ValueError("RolloutEvaluator needs the leaves' engine states (select(..., states=...))")
         cdef int b = counts.shape[0], i, j, m = legal.shape[1]
         if states.shape[0] < b or states.shape[1] != sizeof(CState):
             raise ValueError(f"states must be uint8 [>= {b}, {sizeof(CState)}]")
         priors = np.zeros((b, m), dtype=np.float32)
-        values = np.empty(b, dtype=np.float32)
         cdef float[:, ::1] pr = priors
-        cdef float[::1] va = values
         cdef CState st
+        cdef int P = self.t.players, r
+        cdef double acc[MAX_PLAYERS]
+        cdef uint64_t rng
+        cdef float[:, ::1] vw
+        if P > 2:
+            vec = np.empty((b, P), dtype=np.float32)
+            vw = vec
+            with nogil:
+                for i in range(b):
+                    for j in range(counts[i]):
+                        pr[i, j] = 1.0 / counts[i]
+                    memcpy(&st, &states[i, 0], sizeof(CState))
+                    rng = _mix_seed(self.seed ^ st.hash, <uint64_t>st.ply)
+                    for j in range(P):
+                        acc[j] = 0.0
+                    for r in range(self.rollouts):
+                        self._playout_vec(&st, &rng, acc)
+                    for j in range(P):
+                        vw[i, j] = <float>(acc[j] / self.rollouts)
+            return priors, vec
+        values = np.empty(b, dtype=np.float32)
+        cdef float[::1] va = values
         with nogil:
             for i in range(b):
                 for j in range(counts[i]):

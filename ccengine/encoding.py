@@ -53,6 +53,7 @@ from .star import StarGeometry
 __all__ = [
     "ENCODINGS",
     "Encoding",
+    "absolute_seats",
     "EncodingSpec",
     "PieceTracker",
     "canonical_ids",
@@ -61,11 +62,13 @@ __all__ = [
     "encoding_for",
     "general_planes",
     "index_moves",
+    "mover_frame",
     "paper_planes",
     "plane_cells",
     "plane_side",
     "policy_indices",
     "policy_size",
+    "seat_frame",
     "view_cells",
 ]
 
@@ -87,19 +90,68 @@ _PAPER_ON_STAR = (
 # ---------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=16)
+def _seat_frames(rules: Rules) -> np.ndarray:
+    """``(P, cells)`` int64: ``[p, i]`` = where cell ``i`` lies once the board is turned so that
+    player p's seat is the north point (point 0). Two players (and the rhombus): the identity for
+    player 0 and the 180-degree rotation ``cells - 1 - i`` for player 1, :func:`view_cells`."""
+    cells = rules.cells
+    ident = np.arange(cells, dtype=np.int64)
+    if rules.players == 2:
+        return np.stack([ident, cells - 1 - ident])
+    geometry = rules.geometry
+    assert isinstance(geometry, StarGeometry)
+    return np.array([[geometry.turn(i, -seat) for i in range(cells)] for seat in geometry.seats], dtype=np.int64)
+
+
+def seat_frame(rules: Rules, player: int) -> np.ndarray:
+    """``(cells,)`` int64: cell ``i`` as seen by ``player`` (its seat turned to the north point on
+    the star; for two players the identity or the 180-degree rotation, as :func:`view_cells`)."""
+    return _seat_frames(rules)[player]
+
+
+def absolute_seats(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+    """``(B, P)`` shares in the mover's frame (entry i: player ``(to_move + i) % P``) -> by
+    absolute seat (entry p: player p)."""
+    values = np.asarray(values)
+    players = values.shape[1]
+    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
+    out = np.empty_like(values)
+    np.put_along_axis(out, seats, values, axis=1)
+    return out
+
+
+def mover_frame(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`absolute_seats`: ``(B, P)`` by absolute seat -> the mover's frame."""
+    values = np.asarray(values)
+    players = values.shape[1]
+    seats = (np.asarray(to_move, dtype=np.int64)[:, None] + np.arange(players)) % players
+    return np.take_along_axis(values, seats, axis=1)
+
+
 def canonical_ids(rules: Rules, board: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Canonical piece list ``(2, k)`` of a board: ``[p, j]`` = cell of piece ID ``j`` of player p.
+    """Canonical piece list ``(P, k)`` of a board: ``[p, j]`` = cell of piece ID ``j`` of player p.
 
     Rhombus: player 0 sorted by ``(r - c)`` descending then ``c`` ascending (its home tip first,
     row by row towards the goal); player 1 by ``(c - r)`` descending then ``c`` descending (the
     same order seen from the other side). Star: player 0 in ascending cell index, player 1 in
     descending cell index (the image of player 0's order under the rotation ``i -> cells - 1 - i``).
+    Three or more players: player p's pieces in ascending index of their cell in p's own frame
+    (:func:`seat_frame`, p's seat turned to the north), which for two players is the rule above.
     Raises ``ValueError`` if a player does not have exactly k pieces.
     """
     n, k = rules.n, rules.k
     board = np.asarray(board)
     if board.shape != (rules.cells,):
         raise ValueError(f"board has shape {board.shape}, the {rules.name} rules need ({rules.cells},)")
+    if rules.players > 2:
+        multi = np.empty((rules.players, k), dtype=PIECE_DTYPE)
+        for p in range(rules.players):
+            cells = np.flatnonzero(board == p)
+            if len(cells) != k:
+                raise ValueError(f"player {p} has {len(cells)} pieces on the board, the rules need {k}")
+            multi[p] = cells[np.argsort(seat_frame(rules, p)[cells], kind="stable")]
+        return multi
     out = np.empty((2, k), dtype=PIECE_DTYPE)
     if rules.is_star:
         keys: dict[int, Callable[[int], object]] = {0: lambda i: i, 1: lambda i: -i}
@@ -207,8 +259,26 @@ def policy_indices(
     if bad.any():
         s0, e0 = moves[np.argmax(bad)]
         raise ValueError(f"move [{s0}, {e0}]: cell {s0} holds no piece of player {to_move}")
-    dest = view_cells(rules, e, rotate and to_move == 1)
+    dest = _to_frame(rules, e, to_move, rotate)
     return np.where(is_pass, -1, ids * rules.cells + dest)
+
+
+def _to_frame(rules: Rules, cells: np.ndarray, to_move: int, rotate: bool) -> np.ndarray:
+    """Absolute cells -> the mover's frame of a rotating encoding (-1 stays -1): two players as
+    :func:`view_cells`; three or more, the turn that brings the mover's seat to the north."""
+    if rules.players == 2 or not rotate:
+        return view_cells(rules, cells, rotate and to_move == 1)
+    cells = np.asarray(cells)
+    return np.where(cells >= 0, seat_frame(rules, to_move)[np.maximum(cells, 0)], cells)
+
+
+def _from_frame(rules: Rules, cells: np.ndarray, to_move: int, rotate: bool) -> np.ndarray:
+    """The inverse of :func:`_to_frame`."""
+    if rules.players == 2 or not rotate:
+        return view_cells(rules, cells, rotate and to_move == 1)
+    cells = np.asarray(cells)
+    inverse = np.argsort(seat_frame(rules, to_move))
+    return np.where(cells >= 0, inverse[np.maximum(cells, 0)], cells)
 
 
 def index_moves(
@@ -225,7 +295,7 @@ def index_moves(
     is_pass = indices == -1
     ids, dest = np.divmod(np.where(is_pass, 0, indices), rules.cells)
     s = np.asarray(current, dtype=np.int64)[to_move][ids]
-    e = view_cells(rules, dest, rotate and to_move == 1)
+    e = _from_frame(rules, dest, to_move, rotate)
     moves = np.stack([s, e], axis=1)
     moves[is_pass] = PASS
     return moves
@@ -252,7 +322,7 @@ class PieceTracker:
         # owner[i] (-1/0/1) and id_on[i] (-1 or the ID of the piece on i) mirror _current.
         self._owner = np.full(self.rules.cells, -1, dtype=np.int8)
         self._id_on = np.full(self.rules.cells, -1, dtype=np.int64)
-        for p in (0, 1):
+        for p in range(self.rules.players):
             self._owner[self._current[p]] = p
             self._id_on[self._current[p]] = np.arange(self.rules.k)
 
@@ -260,7 +330,7 @@ class PieceTracker:
 
     @property
     def current(self) -> np.ndarray:
-        """Current piece list ``(2, k)`` (a copy)."""
+        """Current piece list ``(P, k)`` (a copy; P = players)."""
         return self._current.copy()
 
     @property
@@ -278,11 +348,11 @@ class PieceTracker:
         return int(self._id_on[cell])
 
     def piece_lists(self, history: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Piece lists ``(history, 2, k)`` of the last ``history`` states, newest first, -1 missing.
+        """Piece lists ``(history, P, k)`` of the last ``history`` states, newest first, -1 missing.
 
         Writes into ``out`` (any integer dtype of that shape) when given.
         """
-        shape = (history, 2, self.rules.k)
+        shape = (history, self.rules.players, self.rules.k)
         if out is None:
             out = np.empty(shape, dtype=PIECE_DTYPE)
         elif out.shape != shape:
@@ -310,7 +380,7 @@ class PieceTracker:
         self._past.append(self._current)
         self._moves.append((s, e))
         self._current = nxt
-        self.to_move = 1 - self.to_move
+        self.to_move = (self.to_move + 1) % self.rules.players
         self._rebuild_owner()
 
     def undo(self) -> None:
@@ -319,7 +389,7 @@ class PieceTracker:
             raise ValueError("no move to undo")
         self._current = self._past.pop()
         self._moves.pop()
-        self.to_move = 1 - self.to_move
+        self.to_move = (self.to_move - 1) % self.rules.players
         self._rebuild_owner()
 
     # -- policy indices -----------------------------------------------------------------------
@@ -349,17 +419,19 @@ def paper_planes(rules: Rules, history: int = PAPER_HISTORY) -> int:
 
 
 def general_planes(rules: Rules, history: int = 3) -> int:
-    """Input planes of the ``general`` encoding: 2 per state, k ID planes, side and constant."""
-    return 2 * history + rules.k + 2
+    """Input planes of the ``general`` encoding: one per player and state (P = 2: two), k ID
+    planes, side and constant."""
+    return rules.players * history + rules.k + 2
 
 
 def _batch(rules: Rules, pieces: np.ndarray, to_move: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
     pieces = np.asarray(pieces)
-    if pieces.ndim != 4 or pieces.shape[2:] != (2, rules.k):
-        raise ValueError(f"pieces has shape {pieces.shape}, needs (B, H, 2, {rules.k})")
+    players = rules.players
+    if pieces.ndim != 4 or pieces.shape[2:] != (players, rules.k):
+        raise ValueError(f"pieces has shape {pieces.shape}, needs (B, H, {players}, {rules.k})")
     tm = np.broadcast_to(np.asarray(to_move, dtype=np.int64), (pieces.shape[0],))
-    if ((tm != 0) & (tm != 1)).any():
-        raise ValueError("to_move must be 0 or 1")
+    if ((tm < 0) | (tm >= players)).any():
+        raise ValueError(f"to_move must be a player, 0..{players - 1}")
     return pieces.astype(np.int64, copy=False), tm
 
 
@@ -451,6 +523,8 @@ def encode_general(
     instead of two, the usual AlphaZero choice. The rotation commutes with the home-preserving
     reflection, so symmetry augmentation is unchanged.
     """
+    if rules.players > 2:
+        return _encode_multi(rules, pieces, to_move, out, history)
     pieces, tm = _batch(rules, pieces, to_move)
     bsz, k = pieces.shape[0], rules.k
     n_planes = general_planes(rules, history)
@@ -471,6 +545,48 @@ def encode_general(
     else:  # every element is a cell
         flat[:, 2 * history + k, :] = (tm == 1)[:, None]
         flat[:, 2 * history + k + 1, :] = 1.0
+    return out
+
+
+def _encode_multi(
+    rules: Rules, pieces: np.ndarray, to_move: np.ndarray | int, out: np.ndarray | None, history: int
+) -> np.ndarray:
+    """The ``general`` encoding for three or more players (the star's star3, star4, star6).
+
+    ``pieces`` ``(B, H, P, k)``; returns float32 ``(B, P * history + k + 2, 17, 17)``:
+
+    - plane ``P * h + i``, ``h < history``, ``i < P``: occupancy of the pieces of player
+      ``(to_move + i) % P`` ``h`` plies ago: the mover first (``i = 0``), then the others in
+      seat order after the mover, the order they move in;
+    - planes ``P * history + j``: one-hot cell of the mover's piece ID ``j`` now;
+    - plane ``P * history + k``: ``to_move / (P - 1)`` on the board (who moves in the round
+      matters near the end: the round is completed before the game ends); last plane: the
+      on-board mask.
+
+    Perspective: every plane is turned so that the mover's seat is the north point
+    (:func:`seat_frame`), and so is the destination in the policy index (``Encoding.rotate``),
+    the three- or more-player counterpart of the two-player 180-degree rotation.
+    """
+    pieces, tm = _batch(rules, pieces, to_move)
+    bsz, k, players = pieces.shape[0], rules.k, rules.players
+    n_planes = general_planes(rules, history)
+    side = plane_side(rules)
+    out = _buffer(out, (bsz, n_planes, side, side))
+    flat = out.reshape(bsz, n_planes, side * side)
+    rows = np.arange(bsz)
+    frames = _seat_frames(rules)[tm]  # (B, cells): each row's absolute -> mover frame map
+
+    def framed(cells: np.ndarray) -> np.ndarray:
+        turned = np.take_along_axis(frames, np.maximum(cells, 0), axis=1)
+        return _on_plane(rules, np.where(cells >= 0, turned, -1))
+
+    for h in range(min(history, pieces.shape[1])):
+        for i in range(players):
+            _scatter(flat, players * h + i, framed(pieces[rows, h, (tm + i) % players]), 1.0)
+    _scatter(flat, players * history + np.arange(k), framed(pieces[rows, 0, tm]), 1.0)
+    mask = _board_mask(rules)
+    flat[:, players * history + k, :] = (tm / (players - 1))[:, None] * mask
+    flat[:, players * history + k + 1, :] = mask
     return out
 
 

@@ -79,7 +79,8 @@ class EvaluationCache:
         keys = [raw[i * row:(i + 1) * row] + movers[i:i + 1] for i in range(b)]
 
         priors = np.zeros((b, m), dtype=np.float32)
-        values = np.zeros(b, dtype=np.float32)
+        players = pieces.shape[2] if pieces.ndim == 4 else 2
+        values = np.zeros((b,) if players == 2 else (b, players), dtype=np.float32)  # max-n: a vector per row
         entries = self._entries
         missed: list[int] = []
         for i, key in enumerate(keys):
@@ -106,7 +107,8 @@ class EvaluationCache:
             c = int(counts[i])
             priors[i, :c] = new_priors[j, :c]
             values[i] = new_values[j]
-            entries[keys[i]] = (new_priors[j, :c].copy(), float(new_values[j]))
+            entries[keys[i]] = (new_priors[j, :c].copy(),
+                                float(new_values[j]) if players == 2 else new_values[j].copy())
         while len(entries) > self.capacity:
             entries.popitem(last=False)
         return priors, values

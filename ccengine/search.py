@@ -176,8 +176,8 @@ def _check_keys(data: dict[str, Any]) -> None:
 class Evaluator(Protocol):
     """What the search asks of a network (or any other leaf evaluator). Batch-first numpy:
 
-    - ``pieces``: int8 ``[B, H, 2, k]``: cell of piece ID j of player p, h plies before the
-      leaf (h = 0: the leaf), -1 where that state is missing.
+    - ``pieces``: int8 ``[B, H, P, k]`` (P = players): cell of piece ID j of player p, h plies
+      before the leaf (h = 0: the leaf), -1 where that state is missing.
     - ``to_move``: int8 ``[B]``: player to move at the leaf.
     - ``legal``: int32 ``[B, M]``: policy indices ``piece_id * cells + e`` of the leaf's legal
       moves in the first ``counts[b]`` entries, 0 after. ``counts[b] == 0`` when the only move
@@ -185,7 +185,9 @@ class Evaluator(Protocol):
     - ``counts``: int32 ``[B]``.
 
     Returns ``priors`` float32 ``[B, M]`` (entry i: prior of ``legal[b, i]``; renormalised by
-    the search) and ``values`` float32 ``[B]`` in [-1, 1] from the leaf mover's view.
+    the search) and ``values``: two players, float32 ``[B]`` in [-1, 1] from the leaf mover's
+    view; three or more (max-n), float32 ``[B, P]``, each absolute seat's expected share of the
+    result (a probability vector: the winners share 1).
     An evaluator with a true class attribute ``needs_states`` is also passed
     ``states=`` uint8 ``[B, STATE_BYTES]``, the leaves' engine states (rollouts need them).
 
@@ -201,9 +203,14 @@ class Evaluator(Protocol):
 
 
 class UniformEvaluator:
-    """No knowledge: uniform priors over the legal moves, value 0 everywhere."""
+    """No knowledge: uniform priors over the legal moves, value 0 everywhere (three or more
+    players: an equal share ``1 / players`` for every seat)."""
 
     needs_states: ClassVar[bool] = False
+    players: int = 2
+
+    def __init__(self, players: int = 2) -> None:
+        self.players = players
 
     def evaluate(
         self, pieces: np.ndarray, to_move: np.ndarray, legal: np.ndarray, counts: np.ndarray
@@ -212,6 +219,9 @@ class UniformEvaluator:
         m = legal.shape[1]
         inv = (1.0 / np.maximum(counts, 1)).astype(np.float32)
         priors = np.where(np.arange(m, dtype=np.int32)[None, :] < counts[:, None], inv[:, None], np.float32(0))
+        if self.players > 2:
+            return priors.astype(np.float32, copy=False), np.full((len(counts), self.players), 1.0 / self.players,
+                                                                  dtype=np.float32)
         return priors.astype(np.float32, copy=False), np.zeros(len(counts), dtype=np.float32)
 
 
@@ -245,6 +255,9 @@ class SearchResult:
     """Visits of the root (the new simulations plus a kept subtree's)."""
     temperature: float
     """Decision temperature used; ``inf`` for a random-opening move (no search run)."""
+    root_shares: np.ndarray | None = None
+    """float32 ``[P]``: each absolute seat's mean backed-up expected share at the root (the
+    max-n value vector; for two players derived from ``root_value``); None without search."""
 
     @property
     def searched(self) -> bool:
@@ -328,7 +341,7 @@ class BatchedSearch:
         rows = num_games * c.leaves_per_game
         k, m = self.tables.k, self.tables.max_moves
         # Caller-owned leaf buffers, reused every round; rows 0..n-1 are valid after select.
-        self._pieces = np.full((rows, history, 2, k), -1, dtype=np.int8)
+        self._pieces = np.full((rows, history, self.tables.players, k), -1, dtype=np.int8)
         self._to_move = np.zeros(rows, dtype=np.int8)
         self._legal = np.zeros((rows, m), dtype=np.int32)
         self._counts = np.zeros(rows, dtype=np.int32)
@@ -348,7 +361,7 @@ class BatchedSearch:
     ) -> None:
         """Start game ``g`` afresh at ``state``.
 
-        ``history``: int8 ``[h, 2, k]`` piece lists, ``history[0]`` for ``state`` and then the
+        ``history``: int8 ``[h, P, k]`` piece lists, ``history[0]`` for ``state`` and then the
         states before it (the IDs the game has carried); canonical IDs without it. ``rng``: the
         game's generator (default: one drawn from the search's own).
         """
@@ -501,6 +514,7 @@ class BatchedSearch:
             root_value=float(root_value),
             simulations=int(root_n),
             temperature=temperature,
+            root_shares=self.forest.root_value_vector(g) if root_n else None,
         )
 
     def _decision_weights(self, g: int, visits: np.ndarray) -> np.ndarray:

@@ -122,6 +122,14 @@ class StarGeometry:
                 board[i] = p
         return tuple(board)
 
+    def turn(self, cell: int, steps: int = 1) -> int:
+        """The image of ``cell`` under ``steps`` turns by 60 degrees about the centre, each
+        ``(q, r, s) -> (-r, -s, -q)``, which carries point ``i`` onto point ``i + 1`` (mod 6)."""
+        q, r = self.coords[cell]
+        for _ in range(steps % 6):
+            q, r = -r, q + r
+        return self.index[(q, r)]
+
     def reflect(self, cell: int) -> int:
         """The mirror image about the north-south axis, ``(q, r, s) -> (s, r, q)``.
 

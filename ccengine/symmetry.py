@@ -158,3 +158,31 @@ def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
         raise ValueError(f"policy has length {shape[-1]}, the rules need k * cells = {k * cells}")
     blocks = policy.reshape(*shape[:-1], k, cells)
     return blocks[..., table].reshape(shape)
+
+
+def seat_reflection(rules: Rules) -> np.ndarray | None:
+    """Three or more players: how the reflection permutes the seats in the mover's frame.
+
+    The ``general`` encoding of three or more players turns the board so that the mover sits at
+    the north point; the reflection about the north-south axis keeps the mover there and maps
+    point ``x`` to ``-x`` (mod 6). Returns ``perm`` (int64 ``[P]``): the player ``i`` seats after
+    the mover (``i = 0``: the mover) sits, reflected, where the player ``perm[i]`` seats after
+    the mover sat, the same for every mover: star3 ``[0, 2, 1]``, star6 ``[0, 5, 4, 3, 2, 1]``.
+    None when the reflection does not map the seating onto itself for every mover (star4: the
+    seats 0, 1, 3, 4 seen from seat 0 are points 1, 3, 4 after it, reflected 5, 3, 2) or for
+    two players (whose reflection is the one above: no seat moves).
+    """
+    if rules.players == 2 or not rules.is_star:
+        return None
+    seats = rules.geometry.seats
+    players = len(seats)
+    perms = set()
+    for p in range(players):
+        rel = [(seats[(p + i) % players] - seats[p]) % 6 for i in range(players)]
+        image = [(-x) % 6 for x in rel]
+        if sorted(image) != sorted(rel):
+            return None
+        perms.add(tuple(rel.index(x) for x in image))
+    if len(perms) != 1:
+        return None
+    return np.array(perms.pop(), dtype=np.int64)

@@ -232,6 +232,27 @@ def named_config_data(name: str) -> dict[str, Any]:
     return data
 
 
+#: Training-game rule options of the named configs that only two players have (RULES.md): a
+#: named config applied to a preset of three or more players leaves them out (an explicit
+#: ``--set selfplay.rules...`` still asks for them, and is refused with the rules' reason).
+_TWO_PLAYER_OPTIONS = ("adjudicate", "equal_turn")
+
+
+def _drop_two_player_options(data: dict[str, Any]) -> None:
+    """Remove the named config's two-player ``selfplay.rules`` options when its preset seats
+    three or more players (``fast`` scores training games cut off at the move limit by distance,
+    a comparison of two players)."""
+    name = data.get("preset")
+    try:
+        players = preset(name).players if isinstance(name, str) else 2
+    except (RulesError, ValueError, KeyError):
+        return   # an unknown preset is reported by the config's own check
+    rules = (data.get("selfplay") or {}).get("rules")
+    if players > 2 and isinstance(rules, dict):
+        for option in _TWO_PLAYER_OPTIONS:
+            rules.pop(option, None)
+
+
 def load_config(
     name: str = "fast",
     *,
@@ -246,6 +267,7 @@ def load_config(
         data["preset"] = preset_name
     if seed is not None:
         data["seed"] = seed
+    _drop_two_player_options(data)
     for assignment in overrides:
         _set(data, assignment)
     return TrainConfig.from_dict(data)

@@ -671,7 +671,8 @@ def _progress_line(snap: dict[str, Any]) -> str:
     if "huber" in losses:  # DQN
         loss = f"loss {losses['total']:.3f} (huber {losses['huber']:.3f} q {losses['q_mean']:.2f})"
     elif losses:
-        loss = f"loss {losses['total']:.3f} (v {losses['value_mse']:.3f} p {losses['policy_ce']:.3f}"
+        value = losses.get("value_mse", losses.get("value_ce", 0.0))   # ce: three or more players
+        loss = f"loss {losses['total']:.3f} (v {value:.3f} p {losses['policy_ce']:.3f}"
         loss += f" o {losses['opponent_ce']:.3f})" if "opponent_ce" in losses else ")"
     else:
         loss = "loss -"

@@ -40,7 +40,9 @@ class Evaluation(NamedTuple):
     priors: np.ndarray
     """``(B, M)`` float32: probabilities of ``legal[b, :counts[b]]``, zero on padding."""
     values: np.ndarray
-    """``(B,)`` float32 in ``[-1, 1]``, from the perspective of the player to move."""
+    """``(B,)`` float32 in ``[-1, 1]``, from the perspective of the player to move; ``(B, P)``,
+    each seat's expected share in the mover's frame (mover first), for a value head with one
+    output per seat (``NetConfig.value_outputs``)."""
 
 
 class OpponentEvaluation(NamedTuple):
@@ -241,7 +243,7 @@ class Inference:
         """
         planes, legal, mask = self._checked(planes, legal, counts)
         if planes.shape[0] == 0:
-            return Evaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32))
+            return Evaluation(np.zeros(legal.shape, np.float32), self._no_values())
         if self.cuda and self._onnx is None:
             return self._evaluate_cuda(planes, legal, mask)
         with torch.inference_mode():
@@ -263,7 +265,7 @@ class Inference:
             raise ValueError("this network has no opponent head (train it with network.opponent_head=true)")
         planes, legal, mask = self._checked(planes, legal, counts)
         if planes.shape[0] == 0:
-            return OpponentEvaluation(np.zeros(legal.shape, np.float32), np.zeros(0, np.float32),
+            return OpponentEvaluation(np.zeros(legal.shape, np.float32), self._no_values(),
                                       np.zeros((0, self.config.policy_size), np.float32))
         with torch.inference_mode():
             if self._onnx is not None:
@@ -276,6 +278,11 @@ class Inference:
             priors = masked_priors(logits, legal_t, torch.from_numpy(mask).to(logits.device))
             return OpponentEvaluation(priors.cpu().numpy(), values.float().cpu().numpy(),
                                       opponent.float().cpu().numpy())
+
+    def _no_values(self) -> np.ndarray:
+        """The values of an empty batch, shaped as the value head's."""
+        outputs = self.config.value_outputs
+        return np.zeros(0 if outputs == 1 else (0, outputs), np.float32)
 
     def _input(self, planes: np.ndarray) -> Tensor:
         """``planes`` as the inference copy's input tensor (device, dtype, memory format)."""
@@ -313,7 +320,7 @@ class Inference:
         self._legal_h = torch.empty(cap_b * cap_m, dtype=torch.int64, **pin)
         self._mask_h = torch.empty(cap_b * cap_m, dtype=torch.bool, **pin)
         self._priors_h = torch.empty(cap_b * cap_m, dtype=torch.float32, **pin)
-        self._values_h = torch.empty(cap_b, dtype=torch.float32, **pin)
+        self._values_h = torch.empty(cap_b * cfg.value_outputs, dtype=torch.float32, **pin)
         self._capacity_b, self._capacity_m = cap_b, cap_m
 
     def _evaluate_cuda(self, planes: np.ndarray, legal: np.ndarray, mask: np.ndarray) -> Evaluation:
@@ -336,7 +343,7 @@ class Inference:
             priors = masked_priors(
                 logits, legal_h.to(self.device, non_blocking=True), mask_h.to(self.device, non_blocking=True))
             priors_h = self._priors_h[: b * m].view(b, m)
-            values_h = self._values_h[:b]
+            values_h = self._values_h[: b * cfg.value_outputs].view(values.shape)
             priors_h.copy_(priors, non_blocking=True)
             values_h.copy_(values.float(), non_blocking=True)
             torch.cuda.current_stream(self.device).synchronize()

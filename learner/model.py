@@ -113,6 +113,11 @@ class NetConfig:
     bn_momentum: float = 0.1
     """Batch-norm running-statistics momentum (PyTorch sense). Ours: 0.1; paper code: Keras 0.99,
     i.e. 0.01 in PyTorch's sense."""
+    value_outputs: int = 1
+    """Outputs of the value head. 1: one tanh scalar in [-1, 1], the mover's value (two players;
+    every file written before the option). P > 2 (three or more players): a softmax over the P
+    seats in the mover's frame (entry 0 the mover, then the others in seat order after it), each
+    seat's expected share of the result vector."""
     opponent_head: bool = False
     """An auxiliary head predicting the opponent's reply (the next ply's search distribution),
     the policy head's shape. Paper: no. Files written before the option load without it."""
@@ -121,12 +126,15 @@ class NetConfig:
 
     def __post_init__(self) -> None:
         positive = ("in_planes", "n", "policy_size", "channels", "stem_kernel", "bottleneck",
-                    "block_kernel", "policy_filters", "value_filters", "value_hidden")
+                    "block_kernel", "policy_filters", "value_filters", "value_hidden", "value_outputs")
         for f in positive:
             if getattr(self, f) < 1:
                 raise ValueError(f"NetConfig.{f}={getattr(self, f)} must be at least 1")
         if self.blocks < 0 or self.stem_padding < 0:
             raise ValueError("NetConfig.blocks and NetConfig.stem_padding must not be negative")
+        if self.value_outputs == 2:
+            raise ValueError("NetConfig.value_outputs=2: two players have one tanh value (1); a value "
+                             "vector has one entry per seat of three or more players")
         if self.block_kernel % 2 == 0:
             raise ValueError(f"NetConfig.block_kernel={self.block_kernel} must be odd (padded 'same')")
         if self.trunk_size < 1:
@@ -166,7 +174,8 @@ class NetConfig:
         unknown = sorted(set(overrides) - fields)
         if unknown:
             raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
-        base = dict(shape, in_planes=in_planes, n=plane_side(rules), policy_size=policy_size(rules), name=size)
+        base = dict(shape, in_planes=in_planes, n=plane_side(rules), policy_size=policy_size(rules), name=size,
+                    value_outputs=rules.players if rules.players > 2 else 1)
         base.update(overrides)
         return cls(**base)
 
@@ -279,8 +288,10 @@ def _init_modules(*roots: nn.Module) -> None:
 
 
 class PolicyValueNet(nn.Module):
-    """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``,
-    and a third output ``opponent_logits (B, policy_size)`` when ``config.opponent_head``.
+    """``forward(x: (B, in_planes, n, n) float) -> (policy_logits (B, policy_size), value (B,))``
+    (value ``(B, P)``, a softmax over the seats in the mover's frame, when
+    ``config.value_outputs = P > 1``), and a third output ``opponent_logits (B, policy_size)``
+    when ``config.opponent_head``.
 
     Logits are raw (no softmax, no masking): masking and renormalising over legal moves is
     :class:`learner.inference.Inference`'s job, the loss takes logits.
@@ -297,7 +308,7 @@ class PolicyValueNet(nn.Module):
         self.policy_fc = nn.Linear(cfg.policy_filters * s2, cfg.policy_size)
         self.value_conv = ConvBN(cfg.channels, cfg.value_filters, 1, 0, cfg)
         self.value_fc1 = nn.Linear(cfg.value_filters * s2, cfg.value_hidden)
-        self.value_fc2 = nn.Linear(cfg.value_hidden, 1)
+        self.value_fc2 = nn.Linear(cfg.value_hidden, cfg.value_outputs)
         self.reset_parameters()
         if cfg.opponent_head:
             # Built and drawn after the rest: under one seed every other weight starts the same
@@ -324,7 +335,10 @@ class PolicyValueNet(nn.Module):
         p = self.policy_fc(torch.flatten(p, 1))
         v = torch.relu(self.value_conv(x))
         v = torch.relu(self.value_fc1(torch.flatten(v, 1)))
-        v = torch.tanh(self.value_fc2(v)).squeeze(-1)
+        if self.config.value_outputs > 1:   # (B, P): each seat's share, mover's frame
+            v = torch.softmax(self.value_fc2(v), dim=-1)
+        else:
+            v = torch.tanh(self.value_fc2(v)).squeeze(-1)
         if not opponent:
             return p, v
         o = torch.relu(self.opponent_conv(x))

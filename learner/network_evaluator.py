@@ -4,6 +4,12 @@ The search hands out piece lists and *absolute* policy indices (``id * cells + e
 that shows player 1 the board rotated by 180 degrees (``general``) also rotates the destination
 in the network's policy, so indices of rows with player 1 to move are mapped into that frame
 before the network is asked. Priors come back in the order the search gave the moves.
+
+Three or more players: the encoding turns the board so that the mover's seat is the north point
+(``ccengine.encoding.seat_frame``), destinations likewise, and the value head answers one share
+per seat in the mover's frame (mover first, then the seats after it); ``absolute_seats``
+turns that vector back to absolute seats, which is what the max-n search backs up. This module
+is the one place where the search's absolute frame meets the network's.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ccengine.encoding import Encoding, encoding_for
+from ccengine.encoding import Encoding, absolute_seats, encoding_for, seat_frame
 from ccengine.rules import Rules
 
 from .backends import resolve_backend
@@ -74,6 +80,8 @@ class NetworkEvaluator:
         planes = self._encode(pieces, to_move)
         priors, values = self.inference.evaluate(planes, self.network_frame(legal, to_move), counts)
         self.positions += len(to_move)
+        if values.ndim == 2:
+            values = absolute_seats(values, to_move)
         return priors, values
 
     def move_values(
@@ -124,10 +132,16 @@ class NetworkEvaluator:
         return self.encoding.encode(pieces, to_move, out=self._planes[:b])
 
     def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
-        """Absolute policy indices mapped into the network's frame (rotated for player 1)."""
+        """Absolute policy indices mapped into the network's frame (rotated for player 1; with
+        three or more players, turned so that the mover's seat is the north point)."""
         if not self.encoding.rotate:
             return legal
         cells = self.rules.cells
+        if self.rules.players > 2:
+            tm = np.asarray(to_move, dtype=np.int64)
+            dest = legal % cells
+            frames = np.stack([seat_frame(self.rules, p) for p in range(self.rules.players)])
+            return legal - dest + frames[tm[:, None], dest]
         rotate = (np.asarray(to_move) == 1)[:, None]
         dest = legal % cells
         return np.where(rotate, legal - dest + (cells - 1 - dest), legal)

@@ -245,9 +245,10 @@ class OnnxRunner:
         self._full: Any = None  # the session with the opponent head, made when first asked
 
     def __call__(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``planes`` float32 ``(B, in_planes, n, n)`` -> float32 ``(B, policy_size)``, ``(B,)``."""
+        """``planes`` float32 ``(B, in_planes, n, n)`` -> float32 ``(B, policy_size)``, ``(B,)``
+        (``(B, P)`` for a value head with one output per seat)."""
         logits, values = self.session.run(list(OUTPUT_NAMES), {INPUT_NAME: planes})
-        return logits, values.reshape(-1)
+        return logits, _values(values, self._net)
 
     def opponent(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``planes`` -> ``(logits, values, opponent_logits)``; the network must have the head."""
@@ -256,7 +257,18 @@ class OnnxRunner:
         if self._full is None:
             self._full = self._ort.InferenceSession(onnx_bytes(self._net), self.options, providers=self.providers)
         logits, values, opponent = self._full.run([*OUTPUT_NAMES, OPPONENT_OUTPUT], {INPUT_NAME: planes})
-        return logits, values.reshape(-1), opponent
+        return logits, _values(values, self._net), opponent
+
+
+def _values(values: np.ndarray, net: PolicyValueNet) -> np.ndarray:
+    """The value output as the network's ``forward`` shapes it: ``(B,)`` for the scalar head,
+    ``(B, P)`` for a head with one output per seat, renormalised to sum 1 (an 8-bit graph
+    quantizes the softmax to steps of 1/255: its rows sum to 1 only within ~1%)."""
+    outputs = net.config.value_outputs
+    if outputs == 1:
+        return values.reshape(-1)
+    values = values.reshape(-1, outputs)
+    return values / np.maximum(values.sum(axis=1, keepdims=True), np.float32(1e-12))
 
 
 #: Format tag in the metadata of every model ``hopzero export --onnx`` writes.
@@ -302,7 +314,10 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
         "policy_index": f"{OUTPUT_NAMES[0]}[b, piece_id * {rules.cells} + destination]: logits over "
                         f"{rules.k} piece ids x {rules.cells} cells, piece ids canonical (ccengine.encoding)"
                         f"{rotate}; softmax over the legal moves only",
-        "value": f"{OUTPUT_NAMES[1]}[b]: tanh, in [-1, 1], from the view of the player to move",
+        "value": (f"{OUTPUT_NAMES[1]}[b]: tanh, in [-1, 1], from the view of the player to move"
+                  if cfg.value_outputs == 1 else
+                  f"{OUTPUT_NAMES[1]}[b, i]: softmax over the {cfg.value_outputs} seats, the expected share of "
+                  f"the result of player (to_move + i) % {cfg.value_outputs}"),
         **({OPPONENT_OUTPUT: f"{OPPONENT_OUTPUT}[b, piece_id * {rules.cells} + destination]: logits of the "
                              f"opponent's reply (the player not to move), indexed and rotated as "
                              f"{OUTPUT_NAMES[0]}"} if cfg.opponent_head else {}),

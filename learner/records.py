@@ -4,9 +4,9 @@ A record is one game (or the recorded stretch of one): the piece list of every r
 the search's visit distribution over the legal moves (sparse), the root values and the outcome,
 plus who made it (run, preset, rules, config hash, model version, actor, seed, versions).
 
-Wire format (schema 2; the table is in docs/REPLAY.md): one msgpack map
+Wire format (schema 3; the table is in docs/REPLAY.md): one msgpack map
 
-    {"magic": "hopzero.game", "schema": 2, "meta": {...},
+    {"magic": "hopzero.game", "schema": 3, "meta": {...},
      "arrays": [[name, dtype, shape], ...], "codec": "zlib" | "none", "size": N, "data": <bytes>}
 
 ``data`` is the concatenation of the arrays' raw little-endian bytes in the order of
@@ -36,6 +36,15 @@ built); ``root_value`` is from the mover's view; ``outcome`` is from player 0's 
 the rules' own numbering, so the format serves every board: on the 121-hole star a piece list
 holds star cells (0..120, int8; its board is the COMPACT121 position of the same cells) and an
 index is below ``10 * 121 = 1210`` (int16), and ``rules`` says which board it is.
+
+Three or more players (schema 3; the star's star3, star4, star6): piece lists hold one row per
+player (``[T, P, k]``), ``to_move`` cycles ``0, 1, .., P - 1``, ``outcome`` is 0 (it is a
+two-player notion) and the result is ``scores``, float32 ``[P]``, the game's result vector by
+absolute seat (``State.scores()``: the winners share 1, a draw splits it). ``root_shares``,
+float32 ``[T, P]``, is the search's root value vector (each absolute seat's expected share);
+``root_value`` stays the mover's entry on the ``[-1, 1]`` scale (``2 * share - 1``). A
+two-player record carries neither (its ``outcome`` and ``root_value`` say it all), and schemas
+1 and 2, written before these fields, are two-player records and still read.
 """
 
 from __future__ import annotations
@@ -72,7 +81,7 @@ __all__ = [
 MAGIC = "hopzero.game"
 #: Current schema. A reader accepts ``1..SCHEMA`` and refuses newer records ("future").
 #: Schema 2 added ``meta.kind`` and the ``reward`` array (DQN records).
-SCHEMA = 2
+SCHEMA = 3
 #: Record kinds (``GameRecord.kind``); schema-1 records are all ``search``.
 KINDS = ("search", "dqn")
 #: Codecs of the ``data`` blob a reader understands.
@@ -99,8 +108,12 @@ _ARRAYS: dict[str, tuple[np.dtype, ...]] = {
     "weight": (np.dtype("<f4"),),
     "keep": (np.dtype("?"),),
     "reward": (np.dtype("<f4"),),
+    "scores": (np.dtype("<f4"),),
+    "root_shares": (np.dtype("<f4"),),
 }
-_OPTIONAL = ("weight", "keep", "reward")
+_OPTIONAL = ("weight", "keep", "reward", "scores", "root_shares")
+#: Tolerance on the sum of a result vector or a root value vector (float32 rounding).
+SCORE_SUM_TOL = 1e-3
 _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "run_id": str,
     "preset": str,
@@ -147,12 +160,12 @@ class GameRecord:
     versions: dict[str, str]
     """Software versions (hopzero, numpy, torch) of the actor."""
     start_pieces: np.ndarray
-    """int8 ``[H0, 2, k]``: piece lists of the ``H0`` states before the first recorded position,
+    """int8 ``[H0, P, k]``: piece lists of the ``H0`` states before the first recorded position,
     newest first; a row of -1 where that state does not exist (before the game start)."""
     pieces: np.ndarray
-    """int8 ``[T, 2, k]``: piece list of each recorded position, piece IDs tracked through the game."""
+    """int8 ``[T, P, k]`` (P = players): piece list of each recorded position, piece IDs tracked through the game."""
     to_move: np.ndarray
-    """int8 ``[T]``: side to move (alternates: passes are plies too)."""
+    """int8 ``[T]``: side to move (cycles through the players: passes are plies too)."""
     policy_offsets: np.ndarray
     """int32 ``[T + 1]``: position ``t``'s targets are ``policy_*[offsets[t]:offsets[t+1]]``."""
     policy_index: np.ndarray
@@ -162,7 +175,7 @@ class GameRecord:
     root_value: np.ndarray
     """float32 ``[T]``: root value from the mover's view, in ``[-1, 1]`` (0 where no search ran)."""
     outcome: int
-    """Result from player 0's side: +1, 0 or -1."""
+    """Result from player 0's side: +1, 0 or -1 (two players; 0 with three or more: see ``scores``)."""
     plies: int
     """Plies of the whole game (passes included); ``T <= plies``."""
     weight: np.ndarray | None = None
@@ -172,6 +185,11 @@ class GameRecord:
     others are there for the history planes only."""
     reward: np.ndarray | None = None
     """float32 ``[T]`` in a ``dqn`` record (absent otherwise): the mover's reward for its move."""
+    scores: np.ndarray | None = None
+    """float32 ``[P]``, three or more players only: the result vector by absolute seat."""
+    root_shares: np.ndarray | None = None
+    """float32 ``[T, P]``, three or more players only: the search's root value vector (each
+    absolute seat's expected share; ``1 / P`` each where no search ran)."""
     kind: str = "search"
     """``search`` or ``dqn`` (see the module docstring)."""
     schema: int = SCHEMA
@@ -246,13 +264,16 @@ def make_record(
     prob_dtype: str = "float16",
     reward: np.ndarray | Sequence[float] | None = None,
     kind: str = "search",
+    scores: np.ndarray | Sequence[float] | None = None,
+    root_shares: np.ndarray | None = None,
 ) -> GameRecord:
     """Build and validate a record from per-position ``(indices, probs)`` pairs (absolute indices).
 
     Casts to the wire dtypes (int8 pieces, int16 indices, ``prob_dtype`` probabilities:
     float16 keeps ~3 significant digits, enough for visit fractions of a few hundred
     simulations). ``start_pieces`` defaults to no history (an empty ``[0, 2, k]``). A ``dqn``
-    record (``kind``) carries ``reward`` and one-hot ``policies`` over the legal moves.
+    record (``kind``) carries ``reward`` and one-hot ``policies`` over the legal moves. Three or
+    more players: ``scores`` (the result vector) and ``root_shares`` are required.
     """
     k = rules.k
     offsets = np.zeros(len(policies) + 1, dtype=np.int32)
@@ -260,7 +281,8 @@ def make_record(
     index = np.concatenate([np.asarray(ix, dtype=np.int64) for ix, _ in policies] or [np.zeros(0, np.int64)])
     prob = np.concatenate([np.asarray(p, dtype=np.float64) for _, p in policies] or [np.zeros(0)])
     index_dtype = np.int16 if rules.k * rules.cells <= np.iinfo(np.int16).max else np.int32
-    start = np.zeros((0, 2, k), np.int8) if start_pieces is None else np.asarray(start_pieces).astype(np.int8)
+    start = (np.zeros((0, rules.players, k), np.int8) if start_pieces is None
+             else np.asarray(start_pieces).astype(np.int8))
     rec = GameRecord(
         run_id=run_id,
         preset=rules.name,
@@ -282,6 +304,8 @@ def make_record(
         weight=None if weight is None else _frozen(np.asarray(weight, dtype=np.float32)),
         keep=None if keep is None else _frozen(np.asarray(keep, dtype=bool)),
         reward=None if reward is None else _frozen(np.asarray(reward, dtype=np.float32)),
+        scores=None if scores is None else _frozen(np.asarray(scores, dtype=np.float32)),
+        root_shares=None if root_shares is None else _frozen(np.asarray(root_shares, dtype=np.float32)),
         kind=kind,
     )
     validate_record(rec)
@@ -349,13 +373,19 @@ def validate_record(rec: GameRecord) -> Rules:
         rules = Rules.from_dict(rec.rules)
     except (RulesError, TypeError, ValueError) as exc:
         raise _fail(f"rules: {exc}") from None
-    k, cells, psize = rules.k, rules.cells, rules.k * rules.cells
+    k, cells, psize, players = rules.k, rules.cells, rules.k * rules.cells, rules.players
     if rec.model_version < -1:
         raise _fail(f"model_version {rec.model_version} < -1")
     if not 0 <= rec.seed < 2**64:
         raise _fail(f"seed {rec.seed} outside 0..2**64-1")
     if rec.outcome not in (-1, 0, 1):
         raise _fail(f"outcome {rec.outcome} is not -1, 0 or 1")
+    if players > 2 and rec.schema < 3:
+        raise _fail(f"a record of {players} players needs schema 3 or later (schema {rec.schema})")
+    if players > 2 and rec.outcome != 0:
+        raise _fail(f"outcome {rec.outcome}: a game of {players} players has its result in scores, outcome 0")
+    if players > 2 and rec.kind != "search":
+        raise _fail(f"a {rec.kind} record of {players} players: only search records have three or more")
 
     for name, allowed in _ARRAYS.items():
         a = getattr(rec, name)
@@ -367,13 +397,15 @@ def validate_record(rec: GameRecord) -> Rules:
 
     t_len = rec.pieces.shape[0] if rec.pieces.ndim == 3 else -1
     shapes = {
-        "pieces": (t_len, 2, k),
+        "pieces": (t_len, players, k),
         "to_move": (t_len,),
         "policy_offsets": (t_len + 1,),
         "root_value": (t_len,),
         "weight": (t_len,),
         "keep": (t_len,),
         "reward": (t_len,),
+        "scores": (players,),
+        "root_shares": (t_len, players),
     }
     for name, shape in shapes.items():
         a = getattr(rec, name)
@@ -384,17 +416,19 @@ def validate_record(rec: GameRecord) -> Rules:
     if not t_len <= rec.plies <= rules.max_plies:
         raise _fail(f"plies {rec.plies} outside T={t_len}..max_plies={rules.max_plies}")
     h0 = rec.start_pieces.shape[0] if rec.start_pieces.ndim == 3 else -1
-    if rec.start_pieces.shape != (h0, 2, k) or not 0 <= h0 <= MAX_START_HISTORY:
-        raise _fail(f"start_pieces has shape {rec.start_pieces.shape}, needs (H0<={MAX_START_HISTORY}, 2, {k})")
+    if rec.start_pieces.shape != (h0, players, k) or not 0 <= h0 <= MAX_START_HISTORY:
+        raise _fail(f"start_pieces has shape {rec.start_pieces.shape}, "
+                    f"needs (H0<={MAX_START_HISTORY}, {players}, {k})")
 
     # Positions, side to move, and the piece-ID chain through the game.
     _check_positions("pieces", rec.pieces, cells)
     tm = rec.to_move.astype(np.int64)
-    if ((tm != 0) & (tm != 1)).any():
-        raise _fail("to_move has a value other than 0/1")
-    if (tm[1:] == tm[:-1]).any():
-        raise _fail("to_move does not alternate (positions must be consecutive plies)")
-    missing = (rec.start_pieces < 0).reshape(h0, 2 * k)
+    if ((tm < 0) | (tm >= players)).any():
+        raise _fail("to_move has a value other than 0/1" if players == 2 else
+                    f"to_move has a value outside 0..{players - 1}")
+    if (tm[1:] != (tm[:-1] + 1) % players).any():
+        raise _fail("to_move does not alternate in seat order (positions must be consecutive plies)")
+    missing = (rec.start_pieces < 0).reshape(h0, players * k)
     present = ~missing.any(axis=1)
     if (missing.any(axis=1) & ~missing.all(axis=1)).any():
         raise _fail("start_pieces has a state with some pieces missing")
@@ -407,7 +441,7 @@ def validate_record(rec: GameRecord) -> Rules:
     if n_hist:
         _check_positions("start_pieces", history, cells)
     seq = np.concatenate([history, rec.pieces]).astype(np.int16)
-    movers = np.concatenate([(tm[0] + np.arange(n_hist, 0, -1)) % 2, tm])
+    movers = np.concatenate([(tm[0] - np.arange(n_hist, 0, -1)) % players, tm])
     _check_chain(seq, movers, "pieces")
 
     # Sparse policy.
@@ -438,11 +472,31 @@ def validate_record(rec: GameRecord) -> Rules:
         raise _fail("root_value has a value outside [-1, 1]")
     if rec.weight is not None and (not np.isfinite(rec.weight).all() or (rec.weight < 0).any()):
         raise _fail("weight has a negative or non-finite value")
+    _check_vectors(rec, players)
     if rec.kind == "dqn":
         _check_dqn(rec, prob, pos, t_len, h0)
     elif rec.reward is not None:
         raise _fail(f"a {rec.kind} record carries rewards (only dqn records do)")
     return rules
+
+
+def _check_vectors(rec: GameRecord, players: int) -> None:
+    """The result vector and the root value vectors: present with three or more players (and
+    only then), each entry in [0, 1], each vector summing to 1."""
+    if players == 2:
+        for name in ("scores", "root_shares"):
+            if getattr(rec, name) is not None:
+                raise _fail(f"a two-player record carries {name} (its outcome and root_value say it)")
+        return
+    for name in ("scores", "root_shares"):
+        a = getattr(rec, name)
+        if a is None:
+            raise _fail(f"a record of {players} players has no {name}")
+        if not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
+            raise _fail(f"{name} has a value outside [0, 1]")
+        sums = a.reshape(-1, players).astype(np.float64).sum(axis=1)
+        if (np.abs(sums - 1.0) > SCORE_SUM_TOL).any():
+            raise _fail(f"{name} does not sum to 1 (sums {float(sums[np.argmax(np.abs(sums - 1.0))]):.4f})")
 
 
 def _check_dqn(rec: GameRecord, prob: np.ndarray, pos: np.ndarray, t_len: int, h0: int) -> None:

@@ -265,7 +265,8 @@ class LearnerService:
         if self.dqn is not None:
             terms = (("total", "total"), ("huber", "huber"), ("l2", "l2"))
         else:
-            terms = (("total", "total"), ("value", "value_mse"), ("policy", "policy_ce"), ("l2", "l2"),
+            value_key = "value_ce" if "value_ce" in last else "value_mse"   # three or more players: ce
+            terms = (("total", "total"), ("value", value_key), ("policy", "policy_ce"), ("l2", "l2"),
                      ("opponent", "opponent_ce"))
         for term, key in terms:
             if term != "opponent" or key in last:

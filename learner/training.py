@@ -8,6 +8,12 @@ Loss (Liu et al. 2019, eq. 6, read as AlphaGo Zero's; see docs/LEARNER.md for th
           [+ opponent_loss_weight * mean_{b with a target}
                ( - sum_a pi'_ba * log softmax(opponent_b)_a )    opponent_ce]
 
+Three or more players (a value head with one softmax output per seat, ``NetConfig.value_outputs``
+= P > 1), the value term is a cross-entropy instead, ``value_ce = mean_b ( - sum_i z_bi * log
+v_bi )``, against the result vector ``z`` in the mover's frame (entry 0 the mover, then the seats
+after it), or whatever mix with the search's root value vector the replay buffer was asked for;
+``value (B, P)`` in the batch then.
+
 The last term only for a network with the opponent head (``NetConfig.opponent_head``, not in the
 paper): ``pi'`` is the search distribution of the next ply (the opponent's reply), in the frame of
 the position's mover; rows without one (a pass, the game's last position, a reply played without
@@ -244,8 +250,10 @@ def _batch_tensors(
                          f"(B >= 1, {config.in_planes}, {config.n}, {config.n})")
     if tuple(policy.shape) != (b, config.policy_size):
         raise ValueError(f"batch.policy has shape {tuple(policy.shape)}; expected ({b}, {config.policy_size})")
-    if tuple(value.shape) != (b,):
-        raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected ({b},)")
+    want = (b,) if config.value_outputs == 1 else (b, config.value_outputs)
+    if tuple(value.shape) != want:
+        raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected {want}"
+                         + ("" if config.value_outputs == 1 else " (one share per seat, mover's frame)"))
     if opponent is not None and tuple(opponent.shape) != (b, config.policy_size):
         raise ValueError(f"batch.opponent_policy has shape {tuple(opponent.shape)}; "
                          f"expected ({b}, {config.policy_size})")
@@ -259,14 +267,19 @@ def _terms(
     # float32 even under autocast: log-softmax over 294 logits and small squared errors are
     # where half precision loses the most.
     logits, v = outputs[0].float(), outputs[1].float()
-    value_mse = torch.mean((v - value) ** 2)
+    if v.ndim == 2:   # one share per seat: cross-entropy against the result vector
+        value_key = "value_ce"
+        value_term = -torch.mean(torch.sum(value * torch.log(torch.clamp(v, min=1e-7)), dim=1))
+    else:
+        value_key = "value_mse"
+        value_term = torch.mean((v - value) ** 2)
     policy_ce = -torch.mean(torch.sum(policy * torch.log_softmax(logits, dim=1), dim=1))
     if l2 > 0:
         l2_term = l2 * torch.stack([torch.sum(w.float() ** 2) for w in weights]).sum()
     else:
         l2_term = torch.zeros((), device=logits.device)
-    total = value_loss_weight * value_mse + policy_ce + l2_term
-    terms = {"value_mse": value_mse, "policy_ce": policy_ce, "l2": l2_term}
+    total = value_loss_weight * value_term + policy_ce + l2_term
+    terms = {value_key: value_term, "policy_ce": policy_ce, "l2": l2_term}
     if opponent is not None:
         per_row = -torch.sum(opponent * torch.log_softmax(outputs[2].float(), dim=1), dim=1)
         has_target = (opponent.sum(dim=1) > 0).float()
@@ -282,7 +295,8 @@ def loss_terms(
     model: PolicyValueNet, batch: Any, *, l2: float = 0.0, value_loss_weight: float = 1.0,
     opponent_loss_weight: float = 0.15,
 ) -> dict[str, Tensor]:
-    """The loss of ``model`` on ``batch``: 0-d tensors ``value_mse``, ``policy_ce``, ``l2`` (the
+    """The loss of ``model`` on ``batch``: 0-d tensors ``value_mse`` (``value_ce`` for a value head
+    with one output per seat), ``policy_ce``, ``l2`` (the
     weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`), ``opponent_ce`` (with the
     opponent head only: unweighted, ``total`` weighs it) and ``total``.
 

@@ -20,7 +20,7 @@ from hopzero.config import ConfigError, load_config
 from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 from learner.dqn import DQNConfig, DQNTrainer, TransitionWindow, dqn_targets, epsilon_at, n_step_transitions
 from learner.model import PolicyValueNet, save_net
-from learner.records import RecordError, decode_record, encode_record
+from learner.records import SCHEMA, RecordError, decode_record, encode_record
 from learner.replay import WindowMirror
 from learner.training import Trainer
 
@@ -106,7 +106,7 @@ def test_epsilon_schedule():
 def test_dqn_record_round_trip(records):
     for rec in records:
         back = decode_record(encode_record(rec))
-        assert back.same_as(rec) and back.kind == "dqn" and back.schema == 2
+        assert back.same_as(rec) and back.kind == "dqn" and back.schema == SCHEMA
 
 
 def test_bad_dqn_records_are_refused(records):

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import Encoding
+from ccengine.encoding import Encoding, mover_frame, seat_frame
 from ccengine.rules import Rules, RulesError
-from ccengine.symmetry import reflect_planes, reflect_policy
+from ccengine.symmetry import reflect_planes, reflect_policy, seat_reflection
 from learner.records import GameRecord
 
 from .limiter import RatioLimiter
@@ -31,7 +31,9 @@ class Batch:
     policy: np.ndarray
     """float32 ``[B, policy_size]``: dense search distribution in the network's frame."""
     value: np.ndarray
-    """float32 ``[B]``: value target from the mover's view (z, or (z + q) / 2)."""
+    """float32 ``[B]``: value target from the mover's view (z, or (z + q) / 2); three or more
+    players ``[B, P]``: the result vector (or its mean with the root value vector) in the
+    mover's frame, entry 0 the mover."""
     opponent_policy: np.ndarray | None
     """float32 ``[B, policy_size]``: the next ply's search distribution (the opponent's reply) in
     the frame of the position's mover, all zeros where there is none; None unless the window
@@ -91,11 +93,16 @@ class WindowMirror:
         self.limiter = limiter
         self.opponent_target = opponent_target
         self._epoch = 0 if reader is None else reader.epoch
-        w, h, k = window_positions, encoding.history, self.rules.k
-        self._hist = np.full((w, h, 2, k), -1, dtype=np.int8)
+        w, h, k, players = window_positions, encoding.history, self.rules.k, self.rules.players
+        self._hist = np.full((w, h, players, k), -1, dtype=np.int8)
         self._to_move = np.zeros(w, dtype=np.int8)
-        self._z = np.zeros(w, dtype=np.int8)
-        self._q = np.zeros(w, dtype=np.float32)
+        if players > 2:
+            # max-n: the result vector and the root value vector, both in the mover's frame
+            self._z = np.zeros((w, players), dtype=np.float32)
+            self._q = np.zeros((w, players), dtype=np.float32)
+        else:
+            self._z = np.zeros(w, dtype=np.int8)
+            self._q = np.zeros(w, dtype=np.float32)
         self._weight = np.ones(w, dtype=np.float32)
         self._pol_start = np.zeros(w, dtype=np.int64)  # serial number of its first entry
         self._pol_len = np.zeros(w, dtype=np.int32)
@@ -204,7 +211,12 @@ class WindowMirror:
         hist = np.where((src >= 0)[:, :, None, None], full[np.maximum(src, 0)], np.int8(-1))
 
         tm = rec.to_move[sel].astype(np.int64)
-        z = np.where(tm == 0, rec.outcome, -rec.outcome).astype(np.int8)
+        if self.rules.players > 2:
+            z = mover_frame(np.broadcast_to(rec.scores, (m, self.rules.players)), tm)
+            q = mover_frame(rec.root_shares[sel], tm)
+        else:
+            z = np.where(tm == 0, rec.outcome, -rec.outcome).astype(np.int8)
+            q = rec.root_value[sel]
 
         # Sparse targets of the kept positions, in the network's frame, renormalized
         # (float16 probabilities sum to 1 only within ~1e-3).
@@ -226,7 +238,7 @@ class WindowMirror:
             idx = np.concatenate([idx, opp_idx])[order]
             prob = np.concatenate([prob, opp_prob])[order]
 
-        self._insert(hist, tm, z, rec.root_value[sel], None if rec.weight is None else rec.weight[sel],
+        self._insert(hist, tm, z, q, None if rec.weight is None else rec.weight[sel],
                      lens, opp_lens, idx, prob)
         if self.limiter is not None:
             self.limiter.on_insert(m)
@@ -244,7 +256,12 @@ class WindowMirror:
         ent = np.repeat(off[rows], lens) + np.arange(lens.sum()) - np.repeat(first, lens)
         idx = rec.policy_index[ent].astype(np.int64)
         prob = rec.policy_prob[ent].astype(np.float32)
-        if self.encoding.rotate:
+        if self.encoding.rotate and self.rules.players > 2:
+            cells = self.rules.cells
+            pid, dest = np.divmod(idx, cells)
+            frames = np.stack([seat_frame(self.rules, p) for p in range(self.rules.players)])
+            idx = pid * cells + frames[np.repeat(frame, lens), dest]
+        elif self.encoding.rotate:
             cells = self.rules.cells
             pid, dest = np.divmod(idx, cells)
             idx = np.where(np.repeat(frame, lens) == 1, pid * cells + (cells - 1 - dest), idx)
@@ -299,7 +316,10 @@ class WindowMirror:
         """``batch_size`` positions drawn uniformly (with replacement) from the window.
 
         With ``augment``, each sample is reflected with probability 1/2: planes and policy
-        together (``ccengine.symmetry``), so the target names the reflected moves.
+        together (``ccengine.symmetry``), so the target names the reflected moves. Three or more
+        players: the reflection also permutes the other seats (``seat_reflection``), so their
+        occupancy planes and value entries are permuted with it; star4 has no reflection that
+        keeps its seating (docs/TRAINING.md) and is not augmented.
         """
         size = self.size
         if size == 0:
@@ -328,7 +348,18 @@ class WindowMirror:
             ent = (np.repeat(self._pol_start[slots] + lens, olens) + np.arange(olens.sum()) - np.repeat(first, olens))
             ent %= len(self._ent_prob)
             opponent[rows, self._ent_index[ent].astype(np.int64)] = self._ent_prob[ent]
+        players = self.rules.players
+        perm = seat_reflection(self.rules) if players > 2 else None
+        if players > 2 and perm is None:
+            augment = False   # star4: no reflection keeps the mover's view of the seating
         flip = rng.random(batch_size) < 0.5 if augment else np.zeros(batch_size, dtype=bool)
+        if flip.any() and perm is not None:
+            h = self.encoding.history
+            order = np.arange(planes.shape[1])
+            order[: players * h] = (np.arange(h)[:, None] * players + perm[None, :]).reshape(-1)
+            planes[flip] = planes[flip][:, order]
+            value = value.copy()
+            value[flip] = value[flip][:, perm]
         if flip.any():
             planes[flip] = reflect_planes(planes[flip], self.rules)
             policy[flip] = reflect_policy(self.rules, policy[flip])

@@ -1,0 +1,75 @@
+"""A short real star3 training run (issue 16): local Ray, a real redis-server on a free loopback
+port, tiny settings. Stage 1's greedy games and the self-play games reach Redis as records with
+result vectors; the learner trains the value-vector head and writes a checkpoint that plays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import train_helpers
+
+ray = pytest.importorskip("ray")
+redis = pytest.importorskip("redis")
+
+from replay_helpers import games_key  # noqa: E402
+
+from ccengine import make_player  # noqa: E402
+from ccengine.engines import new_state  # noqa: E402
+from ccengine.rules import preset  # noqa: E402
+from hopzero.config import load_config  # noqa: E402
+from hopzero.redis_server import LocalRedis  # noqa: E402
+from hopzero.train import train  # noqa: E402
+from learner.network_evaluator import load_network_evaluator  # noqa: E402
+from learner.network_player import network_player  # noqa: E402,F401 (registers the mcts player)
+from learner.records import decode_record  # noqa: E402
+
+STAR3 = preset("star3")
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = LocalRedis(tmp_path / "redis", persistent=False)
+    server.start()
+    yield server
+    server.stop()
+
+
+def stream_records(url: str, run_dir: Path) -> list:
+    client = redis.Redis.from_url(url)
+    try:
+        return [decode_record(fields[b"data"]) for _sid, fields in client.xrange(games_key(run_dir))]
+    finally:
+        client.close()
+
+
+def test_star3_trains_on_ray_and_redis(local_ray, redis_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_dir = tmp_path / "run"
+    config = load_config("fast", preset_name="star3", seed=3, overrides=[
+        *train_helpers.TINY, "run.minutes=1.5", "stage1.games=16", "stage1.steps=20", "replay.min_positions=100",
+        "replay.backend=redis"])
+    assert config.training_rules().adjudicate == "none"  # fast's two-player option is left out
+    summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
+
+    records = stream_records(redis_server.url, run_dir)
+    selfplay = [r for r in records if r.model_version >= 0]
+    assert selfplay, "no self-play game reached Redis"
+    for rec in records:
+        assert rec.schema == 3 and rec.rules["players"] == 3 and rec.pieces.shape[1:] == (3, 10)
+        assert rec.scores.shape == (3,) and abs(float(rec.scores.sum()) - 1.0) < 1e-5
+        assert rec.root_shares.shape == (rec.num_positions, 3)
+    assert set(np.unique(np.concatenate([r.to_move for r in selfplay]))) == {0, 1, 2}
+
+    checkpoints = sorted((run_dir / "checkpoints").glob("checkpoint-*.pt"))
+    assert checkpoints, "no checkpoint"
+    assert summary["best_version"] > 0, "candidates become the best model without a gate"
+    evaluator = load_network_evaluator(STAR3, checkpoints[-1], backend="eager")
+    assert evaluator.inference.config.value_outputs == 3
+    player = make_player(f"mcts:model={checkpoints[-1]},sims=8", STAR3, 1)
+    state = new_state(STAR3)
+    for _ in range(4):
+        move = player.select(state)
+        assert move in state.legal_moves()
+        state.play(move)
