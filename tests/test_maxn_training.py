@@ -20,6 +20,7 @@ from ccengine.engines import new_state  # noqa: E402
 from ccengine.rules import preset  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
+from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import train  # noqa: E402
 from learner.network_evaluator import load_network_evaluator  # noqa: E402
 from learner.network_player import network_player  # noqa: E402,F401 (registers the mcts player)
@@ -48,8 +49,9 @@ def test_star3_trains_on_ray_and_redis(local_ray, redis_server, tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     run_dir = tmp_path / "run"
     config = load_config("fast", preset_name="star3", seed=3, overrides=[
-        *train_helpers.TINY, "run.minutes=1.5", "stage1.games=16", "stage1.steps=20", "replay.min_positions=100",
-        "replay.backend=redis"])
+        *train_helpers.TINY, train_helpers.PROMOTE_ANY, "run.minutes=2", "stage1.games=16", "stage1.steps=20",
+        "replay.min_positions=100", "replay.backend=redis", "evaluation.gate.games=4",
+        "evaluation.greedy_games=3"])  # one set of three games each
     assert config.training_rules().adjudicate == "none"  # fast's two-player option is left out
     summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
@@ -64,7 +66,12 @@ def test_star3_trains_on_ray_and_redis(local_ray, redis_server, tmp_path, monkey
 
     checkpoints = sorted((run_dir / "checkpoints").glob("checkpoint-*.pt"))
     assert checkpoints, "no checkpoint"
-    assert summary["best_version"] > 0, "candidates become the best model without a gate"
+    evaluations = RunDir(run_dir).read_jsonl("evaluations.jsonl")
+    gates = [e for e in evaluations if e["kind"] == "gate"]
+    assert gates and all(e["players"] == 3 and e["games"] == 3 for e in gates), "no N-player gate was played"
+    assert summary["best_version"] > 0, "the N-player gate promoted nothing"
+    measured = [e for e in evaluations if e["kind"] == "greedy"]
+    assert measured and measured[0]["games"] == 3 and "win_rate" in measured[0], "not measured against greedy"
     evaluator = load_network_evaluator(STAR3, checkpoints[-1], backend="eager")
     assert evaluator.inference.config.value_outputs == 3
     player = make_player(f"mcts:model={checkpoints[-1]},sims=8", STAR3, 1)
