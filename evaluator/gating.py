@@ -253,7 +253,21 @@ def gsprt_llr(counts: Sequence[float], s0: float, s1: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-class Gate:
+class _Decides:
+    """What both gates say of their state: the decision so far, final once not ``continue``."""
+
+    _decision: Decision
+
+    @property
+    def decision(self) -> Decision:
+        return self._decision
+
+    @property
+    def finished(self) -> bool:
+        return self._decision != "continue"
+
+
+class Gate(_Decides):
     """Consumes game results of a candidate against the best model and decides.
 
     Feed each game as it finishes with ``record(pair, game, result)`` (``game`` is 0 or 1 within
@@ -305,14 +319,6 @@ class Gate:
         return self.result()
 
     # ------------------------------------------------------------------ state
-
-    @property
-    def decision(self) -> Decision:
-        return self._decision
-
-    @property
-    def finished(self) -> bool:
-        return self._decision != "continue"
 
     @property
     def counted_games(self) -> int:
@@ -449,7 +455,7 @@ def gate_results(results: Iterable[int], config: GateConfig | None = None) -> Ga
 # ---------------------------------------------------------------------------------------------
 
 
-class MultiGate:
+class MultiGate(_Decides):
     """The gate of an N-player game (N > 2): the candidate against N-1 copies of the best.
 
     A *set* is ``N`` games, one per seat rotation, that share a random opening
@@ -521,14 +527,6 @@ class MultiGate:
         for index, scores in enumerate(games):
             self.record(index // self.players, index % self.players, scores)
         return self.result()
-
-    @property
-    def decision(self) -> Decision:
-        return self._decision
-
-    @property
-    def finished(self) -> bool:
-        return self._decision != "continue"
 
     @property
     def score(self) -> Fraction:
