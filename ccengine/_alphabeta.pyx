@@ -296,6 +296,36 @@ cdef inline int _terminal_paranoid(const Ctx* c, const CState* s, int distance) 
     return distance - _MATE
 
 
+cdef inline bint _tt_probe(Ctx* c, uint64_t key, int depth, int alpha, int beta, int distance,
+                           int* tt_from, int* tt_to, int* score) noexcept nogil:
+    """Look ``key`` up in the transposition table: its stored move goes to ``tt_from``/``tt_to``
+    (tried first), and True (with ``score``) when the entry is deep enough to answer within
+    (alpha, beta). Never at the root (``distance`` 0), which must return a move."""
+    cdef TTEntry* e = &c.tt[key & c.tt_mask]
+    if e.key != key or e.generation != c.generation:
+        return False
+    tt_from[0] = e.move_from
+    tt_to[0] = e.move_to
+    if e.depth < depth or distance <= 0:
+        return False
+    score[0] = e.score
+    return (e.bound == TT_EXACT or (e.bound == TT_LOWER and e.score >= beta)
+            or (e.bound == TT_UPPER and e.score <= alpha))
+
+
+cdef inline void _tt_store(Ctx* c, uint64_t key, int depth, int score, int move_from, int move_to,
+                           int bound) noexcept nogil:
+    """Keep a searched node's value, its bound and its best move (always replace)."""
+    cdef TTEntry* e = &c.tt[key & c.tt_mask]
+    e.key = key
+    e.generation = c.generation
+    e.score = score
+    e.depth = depth
+    e.move_from = move_from
+    e.move_to = move_to
+    e.bound = bound
+
+
 cdef int _paranoid(Ctx* c, const CState* s, int depth, int alpha, int beta, int distance,
                    int16_t* best_out) noexcept nogil:
     """The paranoid value of ``s`` for the searcher, ``depth`` plies deep, within (alpha, beta)
@@ -307,24 +337,14 @@ cdef int _paranoid(Ctx* c, const CState* s, int depth, int alpha, int beta, int 
     cdef int count, i, score, best, alpha0 = alpha, beta0 = beta, tt_from = -2, tt_to = -2, bf = -2, bt = -2
     cdef bint maximising = s.to_move == c.root_player
     cdef uint64_t key
-    cdef TTEntry* e
     c.nodes += 1
     if s.result != RESULT_NONE:
         return _terminal_paranoid(c, s, distance)
     if depth <= 0:
         return _evaluate_paranoid(c, s)
     key = _tt_key(s)
-    e = &c.tt[key & c.tt_mask]
-    if e.key == key and e.generation == c.generation:
-        tt_from = e.move_from
-        tt_to = e.move_to
-        if e.depth >= depth and distance > 0:
-            if e.bound == TT_EXACT:
-                return e.score
-            if e.bound == TT_LOWER and e.score >= beta:
-                return e.score
-            if e.bound == TT_UPPER and e.score <= alpha:
-                return e.score
+    if _tt_probe(c, key, depth, alpha, beta, distance, &tt_from, &tt_to, &score):
+        return score
     count = generate_moves(c.t, s, moves)
     if count == 0:
         return _evaluate_paranoid(c, s)  # not reached: a position without a move is terminal
@@ -348,13 +368,8 @@ cdef int _paranoid(Ctx* c, const CState* s, int depth, int alpha, int beta, int 
                 beta = best
             if alpha >= beta:
                 break
-    e.key = key
-    e.generation = c.generation
-    e.score = best
-    e.depth = depth
-    e.move_from = bf
-    e.move_to = bt
-    e.bound = TT_LOWER if best >= beta0 else (TT_UPPER if best <= alpha0 else TT_EXACT)
+    _tt_store(c, key, depth, best, bf, bt,
+              TT_LOWER if best >= beta0 else (TT_UPPER if best <= alpha0 else TT_EXACT))
     if best_out != NULL:
         best_out[0] = bf
         best_out[1] = bt
@@ -424,24 +439,14 @@ cdef int _negamax(Ctx* c, const CState* s, int depth, int alpha, int beta, int d
     cdef CState child
     cdef int count, i, score, best, alpha0 = alpha, tt_from = -2, tt_to = -2, bf = -2, bt = -2
     cdef uint64_t key
-    cdef TTEntry* e
     c.nodes += 1
     if s.result != RESULT_NONE:
         return _terminal_score(s, distance)
     if depth <= 0:
         return _evaluate(c, s)
     key = _tt_key(s)
-    e = &c.tt[key & c.tt_mask]
-    if e.key == key and e.generation == c.generation:
-        tt_from = e.move_from
-        tt_to = e.move_to
-        if e.depth >= depth and distance > 0:
-            if e.bound == TT_EXACT:
-                return e.score
-            if e.bound == TT_LOWER and e.score >= beta:
-                return e.score
-            if e.bound == TT_UPPER and e.score <= alpha:
-                return e.score
+    if _tt_probe(c, key, depth, alpha, beta, distance, &tt_from, &tt_to, &score):
+        return score
     count = generate_moves(c.t, s, moves)
     if count == 0:
         return _evaluate(c, s)  # not reached: a position without a move is terminal (a pass is a move)
@@ -468,13 +473,7 @@ cdef int _negamax(Ctx* c, const CState* s, int depth, int alpha, int beta, int d
                 alpha = score
                 if alpha >= beta:
                     break
-    e.key = key
-    e.generation = c.generation
-    e.score = best
-    e.depth = depth
-    e.move_from = bf
-    e.move_to = bt
-    e.bound = TT_LOWER if best >= beta else (TT_EXACT if best > alpha0 else TT_UPPER)
+    _tt_store(c, key, depth, best, bf, bt, TT_LOWER if best >= beta else (TT_EXACT if best > alpha0 else TT_UPPER))
     if best_out != NULL:
         best_out[0] = bf
         best_out[1] = bt
