@@ -43,7 +43,7 @@ from .arena import play_match, play_multi_match
 from .config import EvaluationConfig
 from .elo import EloLadder
 from .game_log import add_match_games
-from .gating import Gate, MultiGate
+from .gating import Gate, GateResult, MultiGate
 from .promotion import log_promotion, promote, write_pointer
 
 __all__ = ["EvaluatorService"]
@@ -221,14 +221,8 @@ class EvaluatorService:
         result = gate.result()
         if result.decision == "continue":
             return best  # stopped midway: no verdict to record
-        entry = {
-            "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
-            "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
-            "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
-            "simulations": self.evaluation.simulations,
-        }
         self._keep_games(match, "gate", (cv, bv))
-        return self._judge(entry, cw, best)
+        return self._judge(self._gate_entry(cv, bv, result, match.mean_plies), cw, best)
 
     def _gate_multi(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
         """The N-player gate (:class:`evaluator.gating.MultiGate`): the candidate against N-1 copies
@@ -245,13 +239,17 @@ class EvaluatorService:
         result = gate.result()
         if result.decision == "continue":
             return best  # stopped midway: no verdict to record
-        entry = {
+        entry = self._gate_entry(cv, bv, result, match.mean_plies, players=n, counts="pairwise comparisons")
+        return self._judge(entry, cw, best)
+
+    def _gate_entry(self, cv: int, bv: int, result: GateResult, mean_plies: float, **extra: Any) -> dict[str, Any]:
+        """The gate's line in ``evaluations.jsonl`` (kind ``gate``)."""
+        return {
             "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
             "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
-            "decision": result.decision, "reason": result.reason, "mean_plies": match.mean_plies,
-            "simulations": self.evaluation.simulations, "players": n, "counts": "pairwise comparisons",
+            "decision": result.decision, "reason": result.reason, "mean_plies": mean_plies,
+            "simulations": self.evaluation.simulations, **extra,
         }
-        return self._judge(entry, cw, best)
 
     def _judge(self, entry: dict[str, Any], weights: Weights, best: tuple[int, Weights]) -> tuple[int, Weights]:
         """Record a gate's verdict ``entry`` on the candidate of ``weights``; promote it if the
