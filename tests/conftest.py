@@ -20,3 +20,14 @@ def local_ray(tmp_path_factory):
     yield
     if started:
         ray.shutdown()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A real redis-server of its own on a free loopback port, not persistent, for one test."""
+    from hopzero.redis_server import LocalRedis
+
+    server = LocalRedis(tmp_path / "redis", persistent=False)
+    server.start()
+    yield server
+    server.stop()

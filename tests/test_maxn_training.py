@@ -19,7 +19,6 @@ from ccengine import make_player  # noqa: E402
 from ccengine.engines import new_state  # noqa: E402
 from ccengine.rules import preset  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
-from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import train  # noqa: E402
 from learner.network_evaluator import load_network_evaluator  # noqa: E402
@@ -27,14 +26,6 @@ from learner.network_player import network_player  # noqa: E402,F401 (registers 
 from learner.records import decode_record  # noqa: E402
 
 STAR3 = preset("star3")
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = LocalRedis(tmp_path / "redis", persistent=False)
-    server.start()
-    yield server
-    server.stop()
 
 
 def stream_records(url: str, run_dir: Path) -> list:

@@ -32,13 +32,12 @@ import pytest
 import redis
 import train_helpers
 from ray_nodes import LocalCluster, RayNode, cluster_env, wait_for
+from replay_helpers import games_key
 
 from hopzero.config import load_config
-from hopzero.redis_server import LocalRedis
 from hopzero.rundir import RunDir
 from hopzero.train import LEARNER_RESOURCE, plan_placement
 from learner.records import decode_record
-from replay_helpers import games_key
 
 # -- plan_placement ------------------------------------------------------------------------------
 
@@ -132,14 +131,6 @@ def cluster():
         survivors = local.shutdown()
         shutil.rmtree(root, ignore_errors=True)
     assert not survivors, f"processes of the test cluster survived its shutdown: {survivors}"
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = LocalRedis(tmp_path / "redis", persistent=False)
-    server.start()
-    yield server
-    server.stop()
 
 
 def _hopzero() -> list[str]:

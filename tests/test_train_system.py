@@ -22,21 +22,12 @@ from replay_helpers import games_key  # noqa: E402
 
 from evaluator.promotion import promotion_history  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
-from hopzero.redis_server import LocalRedis  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import train  # noqa: E402
 from learner.records import decode_record  # noqa: E402
 from learner.run_files import read_best  # noqa: E402
 
 TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = LocalRedis(tmp_path / "redis", persistent=False)
-    server.start()
-    yield server
-    server.stop()
 
 
 def tiny_config(minutes: float, *extra: str):
