@@ -3,12 +3,12 @@ every other player minimises; checked against a plain minimax written out here."
 
 import numpy as np
 import pytest
+from test_star_multi import _almost_home, _board
 
 from ccengine import _core, preset
 from ccengine._alphabeta import MATE, AlphaBetaSearch
 from ccengine.alphabeta import AlphaBetaPlayer
 from ccengine.players import GreedyPlayer
-from tests.test_star_multi import _almost_home, _board
 
 STAR3 = preset("star3")
 STAR4 = preset("star4")

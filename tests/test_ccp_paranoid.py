@@ -8,12 +8,12 @@ import io
 
 import pytest
 from ccp_helpers import Engine
+from test_star_multi import _almost_home, _board
 
 from ccengine import preset
 from ccengine.players import GreedyPlayer
 from ccengine.reference import ReferenceState, is_witness_path
 from hopzero.play import play_terminal
-from tests.test_star_multi import _almost_home, _board
 
 STAR3 = preset("star3")
 

@@ -4,12 +4,12 @@ evaluator, with real players on star3 and star4."""
 import json
 
 import pytest
+from test_cli import run, run_json
 
 from ccengine import preset
 from ccengine.engines import new_state
 from evaluator.arena import play_match, play_multi_match, seat_of
 from evaluator.gating import GateConfig, MultiGate
-from tests.test_cli import run, run_json
 
 STAR3 = preset("star3")
 STAR4 = preset("star4")
