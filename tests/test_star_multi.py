@@ -535,7 +535,6 @@ def test_the_engine_protocol_plays_six_players() -> None:
     [
         (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "seats 4 players: give them with --players"),
         (["play", "--preset", "star3", "--side", "3"], "seats players 0..2"),
-        (["engine", "--preset", "star6", "--player", "alphabeta"], "searches two-player games only"),
     ],
 )
 def test_commands_refuse_what_they_cannot_play_in_one_line(args: list[str], words: str) -> None:
