@@ -27,6 +27,14 @@ Ratings: the Bradley-Terry fit of ``evaluator.elo.EloLadder`` on the Elo scale (
 win), anchored at ``random`` = 0 as CCERL anchors its list (at the first player when ``random``
 does not play), with 95% intervals (1.96 standard errors relative to the anchor), and the same
 ratings relative to ``greedy`` where it plays.
+
+Published figures (``references``, ``--reference "LABEL=W-D-L"``): a result some other work
+reports against ``greedy`` (the seed paper's agent: 271 wins, 1 abandoned game, 28 losses in 300)
+is placed on the ladder at greedy's rating plus the Elo of that score, its interval combining
+greedy's with the score's own (the normal approximation of a mean of W, D and L). Such a line is
+no player of this tournament: it plays no game and does not move the fit; it is the question
+"where would that result sit on our ladder", answered under the assumption that the greedy of
+both works is the same player.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from ccengine.rules import Rules
 from learner.records import versions_now
 
 from .arena import play_match, play_multi_match
-from .elo import EloLadder, MatchRecord
+from .elo import EloLadder, MatchRecord, Rating
 from .results import pairing_line
 
 __all__ = ["FORMAT", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
@@ -73,6 +81,8 @@ class Standing:
     vs_greedy: float | None
     games: int
     score: float
+    published: str | None = None
+    """A published figure's record against greedy (``W-D-L``), for a line that played no game here."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,8 @@ class TournamentResult:
         lines = [head + " games | score |", "|---" * (6 + rel) + "|"]
         for k, s in enumerate(self.standings, 1):
             vs = f" {s.vs_greedy:+.0f} |" if rel and s.vs_greedy is not None else (" |" if rel else "")
-            lines.append(f"| {k} | `{s.player}` | {s.elo:.0f} | {s.low:.0f} .. {s.high:.0f} |{vs} {s.games} | "
+            name = f"{s.player} (published: {s.published} against greedy)" if s.published else f"`{s.player}`"
+            lines.append(f"| {k} | {name} | {s.elo:.0f} | {s.low:.0f} .. {s.high:.0f} |{vs} {s.games} | "
                          f"{100 * s.score:.1f}% |")
         lines += ["", "| A | B | A wins | draws | B wins |", "|---|---|---|---|---|"]
         lines += [f"| `{p.a}` | `{p.b}` | {p.wins} | {p.draws} | {p.losses} |" for p in self.pairs]
@@ -120,16 +131,50 @@ class TournamentResult:
 
     def text(self) -> str:
         """The ladder for the terminal."""
-        width = max(len(s.player) for s in self.standings)
+        width = max(len(_label(s)) for s in self.standings)
         rel = "greedy" in self.players
         unit = "a pair" if self.groups_complete is None else "a group (ladder: pairwise comparisons)"
         lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games {unit}"
                  + ("" if self.complete else " (incomplete)") + f"; Elo with {self.anchor} = 0, 95% interval"]
         for k, s in enumerate(self.standings, 1):
             vs = f"  greedy{s.vs_greedy:+6.0f}" if rel and s.vs_greedy is not None else ""
-            lines.append(f"{k:3d}. {s.player:<{width}}  {s.elo:6.0f}  [{s.low:6.0f} .. {s.high:6.0f}]{vs}  "
+            lines.append(f"{k:3d}. {_label(s):<{width}}  {s.elo:6.0f}  [{s.low:6.0f} .. {s.high:6.0f}]{vs}  "
                          f"{s.games:5d} games  {100 * s.score:5.1f}%")
         return "\n".join(lines)
+
+
+def _label(standing: Standing) -> str:
+    return f"{standing.player} (published)" if standing.published else standing.player
+
+
+def parse_reference(text: str) -> tuple[str, tuple[int, int, int]]:
+    """``"LABEL=W-D-L"`` (a published record against greedy) as ``(label, (w, d, l))``."""
+    label, sep, record = text.rpartition("=")
+    parts = record.split("-")
+    if not sep or not label.strip() or len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise TournamentError(f"reference {text!r}: give LABEL=W-D-L, a published record against greedy "
+                              "(wins, draws, losses: say 'seed paper=271-1-28')")
+    w, d, l = (int(p) for p in parts)
+    if w + d + l == 0:
+        raise TournamentError(f"reference {text!r}: a record of no games")
+    return label.strip(), (w, d, l)
+
+
+def _published_standing(label: str, record: tuple[int, int, int], greedy: Rating, greedy_vs: float) -> Standing:
+    """Where a published record against greedy sits on the ladder (module docstring)."""
+    w, d, l = record
+    n = w + d + l
+    score = (w + 0.5 * d) / n
+    clipped = min(max(score, 0.5 / n), 1 - 0.5 / n)  # a perfect record has no finite Elo: half a game off
+    variance = (w * (1 - score) ** 2 + d * (0.5 - score) ** 2 + l * score**2) / n / n
+    if variance == 0:  # all the same result: the binomial variance of the clipped score
+        variance = clipped * (1 - clipped) / n
+    delta = 400 * math.log10(clipped / (1 - clipped))
+    delta_stderr = 400 / math.log(10) / (clipped * (1 - clipped)) * math.sqrt(variance)
+    stderr = math.hypot(greedy.stderr, delta_stderr)
+    elo = greedy.elo + delta
+    return Standing(label, round(elo, 1), round(elo - Z95 * stderr, 1), round(elo + Z95 * stderr, 1),
+                    round(greedy_vs + delta, 1), n, round(score, 4), published=f"{w}-{d}-{l}")
 
 
 class Tournament:
@@ -137,10 +182,12 @@ class Tournament:
 
     ``games``: per pair, even (colour-swapped pairs). ``parallel``: games in flight in one
     process (a search side's waiting games are searched together); ``workers``: or processes.
+    ``references``: published records against greedy to show on the ladder (``LABEL=W-D-L``).
     """
 
     def __init__(self, rules: Rules, players: list[str], *, games: int, seed: int, path: str | os.PathLike[str],
-                 random_opening: int = 3, parallel: int = 1, workers: int = 1) -> None:
+                 random_opening: int = 3, parallel: int = 1, workers: int = 1,
+                 references: list[str] | None = None) -> None:
         players = [p.strip() for p in players]
         if len(players) < 2:
             raise TournamentError("a tournament needs at least two players")
@@ -155,6 +202,12 @@ class Tournament:
             raise TournamentError(f"games={games}: give a multiple of {self.n} (every seat rotation of {rules.name})")
         if len(players) < self.n:
             raise TournamentError(f"{rules.name} seats {self.n} players; give at least {self.n}")
+        self.references = [parse_reference(r) for r in references or []]
+        if self.references and (self.n != 2 or "greedy" not in players):
+            raise TournamentError("a published reference is a record against greedy: give it to a two-player "
+                                  "tournament in which greedy plays")
+        if {label for label, _ in self.references} & set(players):
+            raise TournamentError("a reference's label names a player of the tournament; give it another")
         self.rules = rules
         self.players = players
         self.games = games
@@ -342,6 +395,9 @@ class Tournament:
             out.append(Standing(name, round(r.elo, 1), round(r.elo - Z95 * r.stderr, 1),
                                 round(r.elo + Z95 * r.stderr, 1), None if vs is None else round(vs.elo, 1),
                                 games[name], round(points[name] / games[name], 4) if games[name] else 0.0))
+        if "greedy" in ratings:
+            out += [_published_standing(label, record, ratings["greedy"], relative["greedy"].elo)
+                    for label, record in self.references]
         return sorted(out, key=lambda s: -s.elo)
 
 
@@ -367,9 +423,16 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, 
     rows = list(reversed(result.standings))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5), dpi=100)
     y = np.arange(len(rows))
-    ax.errorbar([s.elo for s in rows], y, xerr=[[s.elo - s.low for s in rows], [s.high - s.elo for s in rows]],
-                fmt="o", capsize=4)
-    ax.set_yticks(y, [s.player for s in rows])
+    for published in (False, True):
+        k = [i for i, s in enumerate(rows) if bool(s.published) == published]
+        if k:
+            ax.errorbar([rows[i].elo for i in k], y[k], xerr=[[rows[i].elo - rows[i].low for i in k],
+                                                              [rows[i].high - rows[i].elo for i in k]],
+                        fmt="o", capsize=4, mfc="white" if published else None,
+                        label="published, placed by its score against greedy" if published else None)
+    if any(s.published for s in rows):
+        ax.legend(loc="lower right")
+    ax.set_yticks(y, [_label(s) for s in rows])
     ax.axvline(0, color="grey", linestyle=":")
     ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% interval")
     unit = "a pair" if result.groups_complete is None else "a group, pairwise comparisons"

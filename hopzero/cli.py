@@ -699,6 +699,9 @@ def _add_tournament(sub: Any) -> None:
                    help="games in flight in one process, mcts searches batched (default 1)")
     p.add_argument("--workers", type=_int_arg(1, MAX_WORKERS), default=1, metavar="W",
                    help=f"processes, at most {MAX_WORKERS} (same result for any W)")
+    p.add_argument("--reference", action="append", default=[], metavar="LABEL=W-D-L",
+                   help="a published record against greedy to place on the ladder, no games played (repeat; "
+                        "the seed paper's agent: 'seed paper=271-1-28')")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="where games.jsonl (appended as games finish: run again to resume) and ladder.json, "
                         "ladder.md, ladder.png go (default tournament-PRESET-SEED)")
@@ -713,7 +716,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     try:
         tournament = Tournament(args.preset, args.players, games=args.games, seed=args.seed,
                                 path=out / "games.jsonl", random_opening=args.random_opening,
-                                parallel=args.parallel, workers=args.workers)
+                                parallel=args.parallel, workers=args.workers, references=args.reference)
         total = len(tournament.groups()) * args.games
         played = sum(len(v) for v in tournament.load().values())
     except TournamentError as exc:

@@ -108,3 +108,24 @@ def test_the_command_writes_the_ladder_and_resumes(tmp_path):
     assert json.loads((out / "ladder.json").read_text())["standings"] == data["standings"]
     bad = run("tournament", "--players", "greedy", "--out", str(tmp_path / "x"), check=False)
     assert bad.returncode == 2 and "at least two players" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_published_record_against_greedy_sits_beside_the_ladder_without_moving_it(tmp_path):
+    plain = tournament(tmp_path / "plain.jsonl", games=2).run()
+    result = tournament(tmp_path / "ref.jsonl", games=2, references=["seed paper=271-1-28"]).run()
+    played = {s.player: s for s in result.standings if not s.published}
+    assert played == {s.player: s for s in plain.standings}  # it plays no game and does not move the fit
+    (paper,) = [s for s in result.standings if s.published]
+    assert (paper.player, paper.published, paper.games, paper.score) == ("seed paper", "271-1-28", 300, 0.905)
+    assert paper.vs_greedy == pytest.approx(392, abs=0.5)  # the Elo change the paper's Table 2 gives
+    assert paper.elo == pytest.approx(played["greedy"].elo + 391.6, abs=0.2)
+    assert paper.low < paper.elo < paper.high and paper.high - paper.low > played["greedy"].high - played["greedy"].low
+    assert "seed paper (published: 271-1-28 against greedy)" in result.markdown()
+    assert "seed paper (published)" in result.text()
+    for bad, message in (("seed paper", "LABEL=W-D-L"), ("x=1-2", "LABEL=W-D-L"), ("=1-2-3", "LABEL=W-D-L"),
+                         ("x=0-0-0", "no games"), ("greedy=1-0-0", "names a player")):
+        with pytest.raises(TournamentError, match=message):
+            tournament(tmp_path / "bad.jsonl", references=[bad])
+    with pytest.raises(TournamentError, match="in which greedy plays"):
+        tournament(tmp_path / "bad.jsonl", players=["random", "alphabeta:depth=1"], references=["x=1-0-0"])
+    assert not (tmp_path / "bad.jsonl").exists()
