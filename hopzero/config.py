@@ -75,6 +75,9 @@ class RunConfig:
     component that fails as it starts would otherwise be restarted forever)."""
     restart_window_s: float = checked(600.0, gt=0)
     """The window of ``max_restarts``, in seconds."""
+    restart_backoff_s: float = checked(2.0, ge=0, le=60)
+    """Wait before restarting a failed component's loop, doubled with each failure within the
+    window (at most a minute): Ray needs some seconds to declare a lost node dead."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -6,7 +6,7 @@ evaluator; then it prints progress, writes the run directory (rundir.py) and res
 died: an actor or learner killed is restarted by Ray (``max_restarts``) and its loop is called
 again here; the learner resumes from its newest checkpoint. A component that keeps failing (more
 than ``run.max_restarts`` times within ``run.restart_window_s``, e.g. one that fails as it
-starts) stops the run: :class:`TrainingFailed` names it and its last error. Ctrl-C, at any stage
+starts; each restart waits longer, ``run.restart_backoff_s`` doubled per failure) stops the run: :class:`TrainingFailed` names it and its last error. Ctrl-C, at any stage
 from Ray's start on, stops everything cleanly; running the same command on the same run
 directory resumes.
 """
@@ -60,11 +60,14 @@ class RestartBudget:
 
     A component killed now and then (a node lost, an out-of-memory kill) is restarted; one that
     fails every time it starts would otherwise be restarted forever while the run reports
-    nothing but zero steps.
+    nothing but zero steps. Restarts back off (``backoff_s``, doubling with each failure in the
+    window, at most a minute): a node that has just left takes Ray a while to declare dead, and
+    a component restarted at once into that moment can fail again for it alone; spaced out, the
+    budget measures the component, not Ray's detection time.
     """
 
-    def __init__(self, limit: int, window_s: float) -> None:
-        self.limit, self.window_s = limit, window_s
+    def __init__(self, limit: int, window_s: float, backoff_s: float = 0.0) -> None:
+        self.limit, self.window_s, self.backoff_s = limit, window_s, backoff_s
         self._failures: dict[str, deque[float]] = {}
 
     def spend(self, name: str, now: float) -> bool:
@@ -78,6 +81,11 @@ class RestartBudget:
     def failures(self, name: str) -> int:
         """Failures of ``name`` within the window as of its last one."""
         return len(self._failures.get(name, ()))
+
+    def delay(self, name: str) -> float:
+        """Seconds to wait before restarting ``name`` after its latest failure."""
+        failures = self.failures(name)
+        return min(self.backoff_s * 2 ** (failures - 1), 60.0) if failures else 0.0
 
 
 @dataclass(frozen=True)
@@ -447,7 +455,9 @@ class _System:
         for name, handle in named + [(f"actor-{i}", a) for i, a in enumerate(self.actors)]:
             self.loops[handle.run.remote()] = (name, handle)
         self.restarts = 0
-        self.budget = RestartBudget(config.run.max_restarts, config.run.restart_window_s)
+        self.budget = RestartBudget(config.run.max_restarts, config.run.restart_window_s,
+                                    config.run.restart_backoff_s)
+        self.backing_off: list[tuple[float, str, Any]] = []  # (when to restart, component, actor handle)
         self.actor_counts = _ActorCounts(len(self.actors))
 
     def run(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -491,22 +501,29 @@ class _System:
         return summary
 
     def _revive(self) -> None:
-        """Call ``run()`` again on components whose loop ended (Ray restarted a killed actor);
-        raise :class:`TrainingFailed` for one that failed more often than the budget allows."""
+        """Call ``run()`` again on components whose loop ended (Ray restarted a killed actor),
+        after the budget's backoff; raise :class:`TrainingFailed` for one that failed more often
+        than the budget allows."""
         import ray
 
-        done, _ = ray.wait(list(self.loops), num_returns=len(self.loops), timeout=0)
+        now = time.monotonic()
+        done, _ = ray.wait(list(self.loops), num_returns=len(self.loops), timeout=0) if self.loops else ([], [])
         for ref in done:
             name, handle = self.loops.pop(ref)
             error = _loop_error(ref)
             self.restarts += 1
-            if not self.budget.spend(name, time.monotonic()):
+            if not self.budget.spend(name, now):
                 run = self.config.run
                 raise TrainingFailed(
                     f"the {name} failed {self.budget.failures(name)} times within {run.restart_window_s:g} s "
                     f"(run.max_restarts={run.max_restarts}); its last error: {error}"
                 )
-            log.warning("the %s stopped (%s); starting its loop again", name, error)
+            delay = self.budget.delay(name)
+            log.warning("the %s stopped (%s); starting its loop again in %.0f s", name, error, delay)
+            self.backing_off.append((now + delay, name, handle))
+        due = [entry for entry in self.backing_off if entry[0] <= now]
+        self.backing_off = [entry for entry in self.backing_off if entry[0] > now]
+        for _, name, handle in due:
             self.loops[handle.run.remote()] = (name, handle)
 
     def _snapshot(self, elapsed: float) -> dict[str, Any]:

@@ -189,6 +189,21 @@ def test_the_restart_budget_counts_failures_within_the_window():
     assert budget.failures("learner") == 2
 
 
+
+def test_restarts_back_off_doubling_with_each_failure_in_the_window():
+    budget = RestartBudget(limit=9, window_s=600, backoff_s=2)
+    assert budget.delay("actor-0") == 0, "nothing to wait for before a first failure"
+    delays = []
+    for t in range(7):
+        budget.spend("actor-0", t)
+        delays.append(budget.delay("actor-0"))
+    assert delays == [2, 4, 8, 16, 32, 60, 60], "doubling, at most a minute"
+    budget.spend("learner", 700)
+    assert budget.delay("learner") == 2 and budget.delay("actor-0") == 60, "each component its own"
+    budget.spend("actor-0", 1000)  # the earlier failures left the window
+    assert budget.failures("actor-0") == 1 and budget.delay("actor-0") == 2
+
+
 def _checkpoint_with_sgd(run_dir: Path, overrides: list[str]) -> None:
     """A run directory as a run with SGD leaves it: its config and a learner checkpoint."""
     from hopzero.rundir import RunDir
