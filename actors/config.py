@@ -32,8 +32,9 @@ class SelfPlayConfig:
     rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed for the training games only (stage 1 and self-play), on top of the
     game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
-    side advanced instead of as a draw, so that self-play learns to race (the paper's soft move
-    limit). Evaluation (gate, greedy, Elo) always plays the game's own rules."""
+    player advanced (any number of players) instead of as a draw, so that self-play learns to
+    race (the paper's soft move limit). Evaluation (gate, greedy, Elo) always plays the game's
+    own rules."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -39,7 +39,7 @@ cdef struct Tables:
     int players           # 2 on the rhombus; 2, 3, 4 or 6 on the star
     int diag[MAX_CELLS]                # r - c of each cell
     int advance[MAX_PLAYERS][MAX_CELLS]  # rows a piece of player p on cell i is ahead of its home tip
-    int start_advance[2]               # total advance of each player's pieces in the start position
+    int start_advance[MAX_PLAYERS]     # total advance of each player's pieces in the start position
     uint64_t goal[MAX_PLAYERS][2]      # goal[p][word]: the cells player p must fill
     uint64_t board_mask[2]             # all cells of the board
     uint64_t not_col0[2]               # cells with c > 0 (sources allowed to shift to c - 1)
@@ -84,9 +84,10 @@ cdef bint is_legal_move(const Tables* t, const CState* s, int from_, int to) noe
 cdef void apply_move(const Tables* t, CState* s, int from_, int to) noexcept nogil
 
 # Star: the draw by repetition after apply_move, given how often the new position occurred
-# (this time included). Sets the result to a draw when the game was going on and the count
-# reaches Tables.repetition (three or more players: a draw, or the win of the players whose goal
-# is filled in this round); does nothing otherwise.
+# (this time included). Sets the result to a draw when the count reaches Tables.repetition and the
+# game was going on or had just been adjudicated by distance at the move limit (three or more
+# players: a draw, or the win of the players whose goal is filled in this round); does nothing
+# otherwise.
 cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noexcept nogil
 
 # The result of a finished game as a score vector, one entry per player into out[0 .. players):

@@ -458,26 +458,42 @@ cdef inline int _winner_after(const Tables* t, const CState* s, int mover) noexc
     return -1
 
 
-cdef int _adjudicate(const Tables* t, const CState* s) noexcept nogil:
-    """Result of a game cut off without a winner: a draw, or by rows advanced (RULES.md)."""
-    cdef int player, word, diff
-    cdef int advance[2]
+cdef void _rows_advanced(const Tables* t, const CState* s, int* out) noexcept nogil:
+    """Each player's rows advanced in total since the start position into out[0 .. players)."""
+    cdef int player, word
     cdef uint64_t w
-    if not t.adjudicate:
-        return 0
-    for player in range(2):
-        advance[player] = -t.start_advance[player]
+    for player in range(t.players):
+        out[player] = -t.start_advance[player]
         for word in range(2):
             w = s.bb[player][word]
             while w:
-                advance[player] += t.advance[player][64 * word + cc_ctz64(w)]
+                out[player] += t.advance[player][64 * word + cc_ctz64(w)]
                 w &= w - 1
-    diff = advance[0] - advance[1]
-    if diff > t.distance_margin:
-        return 1
-    if diff < -t.distance_margin:
-        return -1
-    return 0
+
+
+cdef int _distance_winners(const Tables* t, const CState* s) noexcept nogil:
+    """Distance adjudication (RULES.md, any number of players) as a bitmask of the players within
+    ``distance_margin`` rows of the most advanced; 0 (a draw) when that is everyone."""
+    cdef int advanced[MAX_PLAYERS]
+    cdef int p, lead, mask = 0
+    _rows_advanced(t, s, advanced)
+    lead = advanced[0]
+    for p in range(1, t.players):
+        if advanced[p] > lead:
+            lead = advanced[p]
+    for p in range(t.players):
+        if lead - advanced[p] <= t.distance_margin:
+            mask |= 1 << p
+    return 0 if mask == (1 << t.players) - 1 else mask
+
+
+cdef int _adjudicate(const Tables* t, const CState* s) noexcept nogil:
+    """Two-player result of a game cut off without a winner: a draw, or by rows advanced (RULES.md)."""
+    cdef int winners
+    if not t.adjudicate:
+        return 0
+    winners = _distance_winners(t, s)
+    return 1 if winners == 1 else -1 if winners == 2 else 0
 
 
 cdef inline int _goal_count(const Tables* t, const CState* s, int player) noexcept nogil:
@@ -583,12 +599,15 @@ cdef inline int _filled_mask(const Tables* t, const CState* s) noexcept nogil:
 
 cdef void _judge_multi(const Tables* t, CState* s) noexcept nogil:
     """The end of the game after a move (or of a given position), but for the repetition
-    (star_repetition_draw): s.result 0 and s.winners when over, else RESULT_NONE."""
+    (star_repetition_draw): s.result 0 and s.winners when over, else RESULT_NONE. The move limit
+    with no goal filled is a draw, or scored by distance under the training-only ``adjudicate``."""
     cdef int filled = _filled_mask(t, s)
     s.winners = 0
     if (filled and s.to_move == 0) or s.ply >= t.max_plies or not _has_move(t, s):
         s.result = 0
         s.winners = filled
+        if not filled and t.adjudicate and s.ply >= t.max_plies:
+            s.winners = _distance_winners(t, s)
     else:
         s.result = RESULT_NONE
 
@@ -613,9 +632,10 @@ cdef void star_repetition_draw(const Tables* t, CState* s, int occurrences) noex
     if not t.repetition or occurrences < t.repetition:
         return
     if t.players != 2:
-        if s.result == RESULT_NONE:
-            s.result = 0
-            s.winners = _filled_mask(t, s)
+        # a draw, or the win of the goals filled in this round; this also undoes a move-limit
+        # adjudication (which needs no goal filled) and leaves every other ending as it was
+        s.result = 0
+        s.winners = _filled_mask(t, s)
         return
     if s.result == RESULT_NONE or (t.adjudicate and s.ply >= t.max_plies and _star_goal_end(t, s) == RESULT_NONE):
         s.result = 0
@@ -755,8 +775,7 @@ cdef _fill_star_geometry(Tables* t, rules):
             _set_mask(t.hop_land[i][d], [land] if land >= 0 else [])
         _set_mask(t.nbr[i], [c for c in geo.step[i] if c >= 0])
     for p in range(t.players):
-        if p < 2:   # distance adjudication, a two-player rule
-            t.start_advance[p] = sum(geo.advance(p, i) for i in geo.home[p])
+        t.start_advance[p] = sum(geo.advance(p, i) for i in geo.home[p])
         _set_mask(t.goal[p], geo.goal(p))
     _set_mask(t.board_mask, range(t.cells))
 
@@ -1040,7 +1059,7 @@ cdef inline void _play(State state, int start, int end):
     cdef const Tables* t = &state.tables.t
     state._history.append(_pack(&state.s))
     apply_move(t, &state.s, start, end)
-    if t.repetition and state.s.result == RESULT_NONE:
+    if t.repetition:   # also on a move-limit ending: the repetition comes first (RULES.md)
         star_repetition_draw(t, &state.s, _occurrences(state))
 
 
@@ -1056,7 +1075,7 @@ cdef str _end_reason(State state):
     if s.result == RESULT_NONE:
         return None
     if t.players != 2:
-        if s.winners:
+        if s.winners and _filled_mask(t, s):   # else the winners of a distance adjudication
             for p in range(t.players):
                 if (s.winners >> p) & 1 and not _all_home(t, s, p):
                     return "anti_block"

@@ -21,12 +21,14 @@ from .rules import PASS, Geometry, Rules, StarGeometry
 __all__ = [
     "IllegalMoveError",
     "ReferenceState",
+    "distance_winners",
     "is_witness_path",
     "legal_moves",
     "move_path",
     "perft",
     "piece_destinations",
     "result_scores",
+    "rows_advanced",
     "shared_scores",
     "star_end",
     "star_end_multi",
@@ -193,23 +195,34 @@ def winner_after_move(rules: Rules, board: tuple[int, ...] | list[int], mover: i
     return None
 
 
-def adjudicate(rules: Rules, board: tuple[int, ...] | list[int]) -> int:
-    """Result of a game cut off without a winner: a draw, or by distance advanced."""
-    if rules.adjudicate == "none":
-        return 0
+def rows_advanced(rules: Rules, board: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """Each player's rows advanced in total since the start position: the sum of its pieces'
+    ``advance`` (along its own progress axis) now, less the same sum at the start."""
     geo = rules.geometry
     start = geo.start_board()
-    advance = [0, 0]
-    for p in (0, 1):
-        now = sum(geo.advance(p, i) for i in range(rules.cells) if board[i] == p)
-        then = sum(geo.advance(p, i) for i in range(rules.cells) if start[i] == p)
-        advance[p] = now - then
-    diff = advance[0] - advance[1]
-    if diff > rules.distance_margin:
-        return 1
-    if diff < -rules.distance_margin:
-        return -1
-    return 0
+    return tuple(
+        sum(geo.advance(p, i) for i in range(rules.cells) if board[i] == p)
+        - sum(geo.advance(p, i) for i in range(rules.cells) if start[i] == p)
+        for p in range(geo.players)
+    )
+
+
+def distance_winners(rules: Rules, board: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """The players a game cut off without a winner is scored to by distance (``adjudicate``):
+    those within ``distance_margin`` rows of the most advanced, or ``()`` (a draw) when that is
+    everyone. Two players: the leader alone when it leads by more than the margin, else a draw."""
+    advanced = rows_advanced(rules, board)
+    lead = max(advanced)
+    near = tuple(p for p, rows in enumerate(advanced) if lead - rows <= rules.distance_margin)
+    return () if len(near) == len(advanced) else near
+
+
+def adjudicate(rules: Rules, board: tuple[int, ...] | list[int]) -> int:
+    """Two-player result (+1 / 0 / -1) of a game cut off without a winner: a draw, or by distance."""
+    if rules.adjudicate == "none":
+        return 0
+    winners = distance_winners(rules, board)
+    return 1 if winners == (0,) else -1 if winners == (1,) else 0
 
 
 def _all_home(geo: Geometry | StarGeometry, board: tuple[int, ...] | list[int], player: int) -> bool:
@@ -263,7 +276,9 @@ def star_end_multi(
       when a winner's goal holds another player's piece, else ``all_home``;
     - otherwise the draws, in star2's order: the ``repetition``-th occurrence of the position
       (``occurrences`` counts this one), ``max_plies``, the side to move has no legal move (the
-      star has no pass); each splits 1 equally and names itself as the reason;
+      star has no pass); each splits 1 equally and names itself as the reason, but ``max_plies``
+      under the training-only ``adjudicate="distance"`` gives the point to the players
+      :func:`distance_winners` names;
     - unless a goal is already filled in this round when one of them strikes: the round cannot be
       finished, and the players with a filled goal share the win as if it had.
     """
@@ -284,7 +299,11 @@ def star_end_multi(
         reason = "no_move"
     else:
         return None
-    return win() if filled else (shared_scores((), players), reason)
+    if filled:
+        return win()
+    if reason == "max_plies" and rules.adjudicate == "distance":  # training games only
+        return shared_scores(distance_winners(rules, board), players), reason
+    return shared_scores((), players), reason
 
 
 def star_end(

@@ -106,9 +106,10 @@ class Rules:
     adjudicate: str = checked("none", choices=_ADJUDICATE)
     """How a game cut off by ``max_plies``/``progress_limit`` is scored: ``none`` or ``distance``.
     On the star it is a training-only change of check 6 (the move limit); a third repetition
-    still draws first."""
+    still draws first. With three or more players the players within ``distance_margin`` rows of
+    the most advanced share the point (the leader alone when it leads them all by more)."""
     distance_margin: int = checked(3, ge=0)
-    """``distance`` adjudication: rows of advance one side needs beyond the other to win."""
+    """``distance`` adjudication: rows of advance a side needs beyond every other to win alone."""
     progress_limit: int = checked(0, ge=0)
     """Plies without either side adding a piece to its goal that end the game (0 = off)."""
     board: str = checked("rhombus", choices=_BOARDS)
@@ -159,11 +160,8 @@ class Rules:
             )
         if self.players not in SEATS:
             raise RulesError(f"players={self.players}: the star seats {', '.join(map(str, SEATS))} players")
-        if self.players != 2:
-            two_player_only = {"equal_turn=True": self.equal_turn, "adjudicate='distance'": self.adjudicate != "none"}
-            for option, is_set in two_player_only.items():
-                if is_set:
-                    raise RulesError(f"{option} is a two-player rule; players={self.players} needs it off")
+        if self.players != 2 and self.equal_turn:
+            raise RulesError(f"equal_turn=True is a two-player rule; players={self.players} needs it off")
         if self.hops != "adjacent":
             raise RulesError(f"hops={self.hops!r}: the star has adjacent hops only")
         if self.progress_limit != 0:

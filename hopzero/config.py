@@ -235,16 +235,16 @@ def named_config_data(name: str) -> dict[str, Any]:
     return data
 
 
-#: Training-game rule options of the named configs that only two players have (RULES.md): a
-#: named config applied to a preset of three or more players leaves them out (an explicit
-#: ``--set selfplay.rules...`` still asks for them, and is refused with the rules' reason).
-_TWO_PLAYER_OPTIONS = ("adjudicate", "equal_turn")
+#: Training-game rule options that only two players have (RULES.md): a named config applied to
+#: a preset of three or more players leaves them out (an explicit ``--set selfplay.rules...``
+#: still asks for them, and is refused with the rules' reason). ``adjudicate`` is not one: distance
+#: adjudication scores games of any number of players (docs/RULES.md).
+_TWO_PLAYER_OPTIONS = ("equal_turn",)
 
 
 def _drop_two_player_options(data: dict[str, Any]) -> None:
-    """Remove the named config's two-player ``selfplay.rules`` options when its preset seats
-    three or more players (``fast`` scores training games cut off at the move limit by distance,
-    a comparison of two players)."""
+    """Remove the named config's two-player ``selfplay.rules`` options (``_TWO_PLAYER_OPTIONS``)
+    when its preset seats three or more players."""
     name = data.get("preset")
     try:
         players = preset(name).players if isinstance(name, str) else 2

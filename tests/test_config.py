@@ -34,6 +34,19 @@ def test_selfplay_rules_change_the_training_games_only():
     assert training.replace(adjudicate="none") == game  # nothing else differs
 
 
+@pytest.mark.parametrize("name", ["fast", "star2"])
+@pytest.mark.parametrize("preset_name", ["star3", "star4", "star6"])
+def test_named_configs_adjudicate_multi_player_training_games_too(name, preset_name):
+    """Distance adjudication scores games of any number of players: a named config on a preset of
+    three or more keeps it for the training games; evaluation plays the preset's own rules."""
+    config = load_config(name, preset_name=preset_name)
+    game, training = config.game_rules(), config.training_rules()
+    assert (game.name, game.adjudicate, training.adjudicate) == (preset_name, "none", "distance")
+    assert training.replace(adjudicate="none") == game
+    with pytest.raises(ConfigError, match="equal_turn=True is a two-player rule; players=3 needs it off"):
+        load_config(name, preset_name="star3", overrides=["selfplay.rules.equal_turn=true"])
+
+
 def test_bad_selfplay_rules_are_named_before_the_run_starts():
     with pytest.raises(ConfigError, match="selfplay.rules: unknown rules option"):
         load_config("fast", overrides=["selfplay.rules.adjudicat=distance"])

@@ -43,7 +43,7 @@ def test_star3_trains_on_ray_and_redis(local_ray, redis_server, tmp_path, monkey
         *train_helpers.TINY, train_helpers.PROMOTE_ANY, "run.minutes=2", "stage1.games=16", "stage1.steps=20",
         "replay.min_positions=100", "replay.backend=redis", "evaluation.gate.games=4",
         "evaluation.greedy_games=3"])  # one set of three games each
-    assert config.training_rules().adjudicate == "none"  # fast's two-player option is left out
+    assert config.training_rules().adjudicate == "distance"  # fast's adjudication serves three players too
     summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
     records = stream_records(redis_server.url, run_dir)

@@ -4,7 +4,9 @@ Perft of the starts; games played to their end in both engines, every position c
 scores, end reason, repetition count, hash); positions of played games rebuilt from their
 COMPACT121 text; and hand-built positions for the end of the round and the result vector (one
 winner, shared wins, anti-block, repetition, move limit, no legal move, the chain goal lock of a
-non-zero seat), each checked on both engines.
+non-zero seat), each checked on both engines; and the training-only distance adjudication of the
+move limit (a leader alone, players within the margin sharing, an even split, its order against a
+goal filled in the round and a third repetition).
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ from ccengine._search import greedy_pick
 from ccengine.notation import format_compact121, parse_compact121, parse_position, start_position
 from ccengine.perft_data import STAR_START_PERFT
 from ccengine.players import GreedyPlayer, StochasticGreedyPlayer, greedy_candidates
-from ccengine.reference import ReferenceState, perft
+from ccengine.reference import ReferenceState, perft, rows_advanced
 from ccengine.rules import Rules, preset
 from hopzero.ccp import CCPEngine
 from hopzero.play import play_terminal
 
 STAR3, STAR4, STAR6 = preset("star3"), preset("star4"), preset("star6")
 MULTI = [STAR3, STAR4, STAR6]
+#: The training-only distance adjudication of the move limit (margins 3, the default, 1 and 0).
+STAR3_DISTANCE = STAR3.replace(adjudicate="distance", name="star3-distance")
+STAR4_DISTANCE = STAR4.replace(adjudicate="distance", distance_margin=1, name="star4-distance-1")
+STAR6_DISTANCE = STAR6.replace(adjudicate="distance", distance_margin=0, name="star6-distance-0")
 ENGINES = {"reference": ReferenceState, "cython": _core.State}
 Move = tuple[int, int]
 
@@ -135,6 +141,7 @@ VARIANTS = [
     STAR3.replace(goal_lock=True, name="star3-destination-lock"),
     STAR4.replace(win_rule="all_own", name="star4-no-anti-block"),
     STAR6.replace(goal_lock=False, repetition=0, max_plies=90, name="star6-unlocked-90"),
+    STAR4_DISTANCE,
 ]
 
 
@@ -370,12 +377,18 @@ def test_an_anti_block_undone_before_the_round_ends_does_not_win(engine: str) ->
     assert not state.is_terminal() and state.to_move == 0
 
 
-def _shuffle(rules: Rules) -> list[Move]:
-    """One round of steps out of each home, then one round back: the start again."""
+def _shuffle(rules: Rules, board: tuple[int, ...] | None = None) -> list[Move]:
+    """One round of steps onto the hexagon, one per player, then one round back: ``board`` (the
+    start by default) again."""
     geo = rules.geometry
-    out = []
+    board = geo.start_board() if board is None else board
+    out: list[Move] = []
+    used: set[int] = set()
     for player in range(geo.players):
-        out.append(next((s, e) for s in sorted(geo.home[player]) for e in geo.step[s] if e >= 0 and geo.point[e] == -1))
+        move = next((s, e) for s in range(geo.cells) if board[s] == player for e in geo.step[s]
+                    if e >= 0 and board[e] == -1 and geo.point[e] == -1 and not {s, e} & used)
+        used |= set(move)
+        out.append(move)
     return out + [m[::-1] for m in out]
 
 
@@ -400,6 +413,107 @@ def test_the_move_limit_draws_and_a_filled_goal_still_wins_there(engine: str) ->
     state = ENGINES[engine](STAR3, _board(STAR3, {2: cells}, near=tuple(cells)), 2, 599)
     state.play(fill)
     assert (state.scores(), state.end_reason) == ((0.0, 0.0, 1.0), "all_home")
+
+
+# ---------------------------------------------------------------------------------------------
+# Distance adjudication of the move limit (the training-only adjudicate="distance")
+# ---------------------------------------------------------------------------------------------
+
+
+def _advanced(rules: Rules, gains: tuple[int, ...]) -> tuple[int, ...]:
+    """The start with each player p's pieces moved forward onto the hexagon (front row first, at
+    most 5 rows each) until they have advanced ``gains[p]`` rows in total."""
+    geo = rules.geometry
+    board = list(geo.start_board())
+    for player, gain in enumerate(gains):
+        for piece in sorted(geo.home[player], key=lambda c: (-geo.advance(player, c), c)):
+            rows = min(gain, 5)
+            if rows == 0:
+                break
+            to = geo.advance(player, piece) + rows
+            cell = next(c for c in range(geo.cells) if geo.point[c] == -1 and board[c] == -1
+                        and geo.advance(player, c) == to)
+            board[piece], board[cell] = -1, player
+            gain -= rows
+    assert rows_advanced(rules, board) == gains  # what the rule reads
+    return tuple(board)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    ("rules", "gains", "scores"),
+    [
+        (STAR3_DISTANCE, (10, 6, 0), (1.0, 0.0, 0.0)),       # ahead of all by more than 3: alone
+        (STAR3_DISTANCE, (6, 13, 10), (0.0, 0.5, 0.5)),      # 3 behind the leader is not more: shared
+        (STAR3_DISTANCE, (9, 11, 8), (1 / 3, 1 / 3, 1 / 3)),  # all within 3 of the leader: a draw
+        (STAR3, (10, 6, 0), (1 / 3, 1 / 3, 1 / 3)),          # the preset's own rules: a draw
+        (STAR4_DISTANCE, (2, 7, 8, 8), (0.0, 1 / 3, 1 / 3, 1 / 3)),
+        (STAR6_DISTANCE, (4, 0, 9, 9, 2, 8), (0.0, 0.0, 0.5, 0.5, 0.0, 0.0)),
+        (STAR6_DISTANCE, (5, 5, 5, 5, 5, 5), (1 / 6,) * 6),
+    ],
+    ids=["leader", "two-share", "all-within", "no-adjudication", "star4-three-share", "star6-tie", "star6-even"],
+)
+def test_the_move_limit_is_adjudicated_by_distance(
+    engine: str, rules: Rules, gains: tuple[int, ...], scores: tuple[float, ...]
+) -> None:
+    """A position at the move limit (judged as the end of the last round): the players within
+    ``distance_margin`` rows of the leader share the point, the leader alone when it is ahead of
+    all by more, everyone (a draw) when all are within it."""
+    state = ENGINES[engine](rules, _advanced(rules, gains), 0, rules.max_plies)
+    assert (state.scores(), state.end_reason) == (scores, "max_plies")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_last_move_counts_and_a_filled_goal_still_wins(engine: str) -> None:
+    """Adjudication judges the board after the last move of the game; a goal filled in the last
+    round wins as without adjudication."""
+    geo = STAR3.geometry
+    state = ENGINES[engine](STAR3_DISTANCE, _advanced(STAR3_DISTANCE, (10, 6, 6)), 2, 599)  # player 0 leads by 4
+    step = next(m for m in state.legal_moves() if m[1] in geo.step[m[0]] and geo.forward_distance(2, m) == 1)
+    state.play(step)  # player 2 comes within 3 rows of player 0
+    assert (state.scores(), state.end_reason, state.ply) == ((0.5, 0.0, 0.5), "max_plies", 600)
+    state.undo()
+    assert not state.is_terminal()
+    cells, fill = _almost_home(STAR3, 2)
+    state = ENGINES[engine](STAR3_DISTANCE, _board(STAR3, {2: cells}, near=tuple(cells)), 2, 599)
+    state.play(fill)
+    assert (state.scores(), state.end_reason) == ((0.0, 0.0, 1.0), "all_home")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("rules", [preset("star2").replace(adjudicate="distance"), STAR3_DISTANCE],
+                         ids=["star2", "star3"])
+def test_a_third_repetition_on_the_last_ply_is_a_draw_not_adjudicated(engine: str, rules: Rules) -> None:
+    """The repetition draw comes before the move limit (RULES.md), adjudicated or not: in
+    ``State.play`` as in the search."""
+    board = _advanced(rules, (10,) + (0,) * (rules.players - 1))
+    moves = _shuffle(rules, board) * 2
+    state = ENGINES[engine](rules, board, 0, rules.max_plies - len(moves))
+    for move in moves:
+        assert not state.is_terminal()
+        state.play(move)
+    draw = (1 / rules.players,) * rules.players
+    assert (state.board, state.ply, state.scores(), state.end_reason) == (board, rules.max_plies, draw, "repetition")
+    fresh = ENGINES[engine](rules, board, 0, rules.max_plies)  # the same position seen once: adjudicated
+    assert (fresh.scores(), fresh.end_reason) == ((1.0,) + (0.0,) * (rules.players - 1), "max_plies")
+
+
+@pytest.mark.parametrize("rules", [STAR3_DISTANCE, STAR6_DISTANCE], ids=lambda r: r.name)
+def test_adjudicated_games_agree_move_by_move(rules: Rules) -> None:
+    """Shortened games under distance adjudication played to the move limit in both engines."""
+    rules = rules.replace(max_plies=rules.players * 15)  # before the goals fill
+    outcomes = set()
+    for seed in range(3):
+        rng, fast, ref, last = random.Random(seed), _core.State(rules), ReferenceState(rules), {}
+        while not fast.is_terminal():
+            assert_same(fast, ref)
+            move = _pick(rng, rules, fast, last, "forward")
+            last[fast.to_move] = move
+            fast.play(move)
+            ref.play(move)
+        assert_same(fast, ref)
+        outcomes.add((fast.end_reason, fast.scores()))
+    assert all(reason == "max_plies" for reason, _ in outcomes) and len(outcomes) >= 2, outcomes
 
 
 def _walled_in(rules: Rules, player: int, extra: dict[int, list[int]]) -> tuple[int, ...]:

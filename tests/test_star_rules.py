@@ -163,7 +163,6 @@ def test_star2_is_ccerl_2p10_v2():
         ("star2", {"players": 5}, "seats 2, 3, 4, 6 players"),
         ("star2", {"players": 3}, "equal_turn=True is a two-player rule; players=3 needs it off"),
         ("star3", {"equal_turn": True}, "equal_turn=True is a two-player rule"),
-        ("star4", {"adjudicate": "distance"}, "adjudicate='distance' is a two-player rule"),
         ("star2", {"hops": "mirror"}, "adjacent hops only"),
         ("star2", {"repetition": 1}, "at least 2"),
         ("star2", {"progress_limit": 50}, "rhombus option"),
@@ -172,6 +171,12 @@ def test_star2_is_ccerl_2p10_v2():
 def test_bad_star_options_name_the_problem(base, changes, words):
     with pytest.raises(RulesError, match=words.replace("(", r"\(").replace(")", r"\)")):
         preset(base).replace(**changes)
+
+
+@pytest.mark.parametrize("name", ["star3", "star4", "star6"])
+def test_distance_adjudication_is_allowed_for_every_player_count(name):
+    rules = preset(name).replace(adjudicate="distance", distance_margin=0)
+    assert (rules.adjudicate, rules.distance_margin, rules.players) == ("distance", 0, int(name[-1]))
 
 
 def test_compiled_engine_plays_the_star():
