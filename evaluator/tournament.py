@@ -421,17 +421,15 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, 
     import matplotlib.pyplot as plt
 
     rows = list(reversed(result.standings))
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.5), dpi=100)
+    longest = max(len(_label(s)) for s in rows)  # the names take the figure's left side: widen it for long SPECs
+    fig, ax = plt.subplots(figsize=(max(8.0, 4.5 + 0.075 * longest), 0.5 * len(rows) + 1.5), dpi=100)
     y = np.arange(len(rows))
     for published in (False, True):
         k = [i for i, s in enumerate(rows) if bool(s.published) == published]
         if k:
             ax.errorbar([rows[i].elo for i in k], y[k], xerr=[[rows[i].elo - rows[i].low for i in k],
                                                               [rows[i].high - rows[i].elo for i in k]],
-                        fmt="o", capsize=4, mfc="white" if published else None,
-                        label="published, placed by its score against greedy" if published else None)
-    if any(s.published for s in rows):
-        ax.legend(loc="lower right")
+                        fmt="o", capsize=4, mfc="white" if published else None)  # published: hollow
     ax.set_yticks(y, [_label(s) for s in rows])
     ax.axvline(0, color="grey", linestyle=":")
     ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% interval")
