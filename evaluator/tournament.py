@@ -160,7 +160,7 @@ def parse_reference(text: str) -> tuple[str, tuple[int, int, int]]:
     return label.strip(), (w, d, l)
 
 
-def _published_standing(label: str, record: tuple[int, int, int], greedy: Rating, greedy_vs: float) -> Standing:
+def _published_standing(label: str, record: tuple[int, int, int], greedy: Rating) -> Standing:
     """Where a published record against greedy sits on the ladder (module docstring)."""
     w, d, l = record
     n = w + d + l
@@ -174,7 +174,7 @@ def _published_standing(label: str, record: tuple[int, int, int], greedy: Rating
     stderr = math.hypot(greedy.stderr, delta_stderr)
     elo = greedy.elo + delta
     return Standing(label, round(elo, 1), round(elo - Z95 * stderr, 1), round(elo + Z95 * stderr, 1),
-                    round(greedy_vs + delta, 1), n, round(score, 4), published=f"{w}-{d}-{l}")
+                    round(delta, 1), n, round(score, 4), published=f"{w}-{d}-{l}")
 
 
 class Tournament:
@@ -396,8 +396,7 @@ class Tournament:
                                 round(r.elo + Z95 * r.stderr, 1), None if vs is None else round(vs.elo, 1),
                                 games[name], round(points[name] / games[name], 4) if games[name] else 0.0))
         if "greedy" in ratings:
-            out += [_published_standing(label, record, ratings["greedy"], relative["greedy"].elo)
-                    for label, record in self.references]
+            out += [_published_standing(label, record, ratings["greedy"]) for label, record in self.references]
         return sorted(out, key=lambda s: -s.elo)
 
 
