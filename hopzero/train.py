@@ -6,8 +6,9 @@ evaluator; then it prints progress, writes the run directory (rundir.py) and res
 died: an actor or learner killed is restarted by Ray (``max_restarts``) and its loop is called
 again here; the learner resumes from its newest checkpoint. A component that keeps failing (more
 than ``run.max_restarts`` times within ``run.restart_window_s``, e.g. one that fails as it
-starts; each restart waits longer, ``run.restart_backoff_s`` doubled per failure) stops the run: :class:`TrainingFailed` names it and its last error. Ctrl-C, at any stage
-from Ray's start on, stops everything cleanly; running the same command on the same run
+starts; each restart waits longer, ``run.restart_backoff_s`` doubled per failure) stops the
+run: :class:`TrainingFailed` names it and its last error. Ctrl-C, at any stage from Ray's
+start on, stops everything cleanly; running the same command on the same run
 directory resumes.
 """
 
