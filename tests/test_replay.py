@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -329,3 +331,37 @@ def test_backoff_grows_with_jitter_and_caps():
     assert b.ready()
     b.succeeded()
     assert b.failures == 0 and b.ready()
+
+
+def test_concurrent_adds_and_reads_keep_the_ids_contiguous():
+    """The driver runs the store as a threaded Ray actor (max_concurrency > 1): actors add while
+    the learner reads. A read between an add's insert and its id step asked for an evicted id
+    (KeyError: the learner's loop died five times in a demo run)."""
+    store = MemoryReplay("run", max_records=8)
+    errors: list[BaseException] = []
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+
+    def write() -> None:
+        for _ in range(20_000):
+            store.add_encoded(b"x")
+
+    def read() -> None:
+        cursor = 0
+        try:
+            for _ in range(20_000):
+                cursor, items = store.read_since(cursor, 4)
+                assert len(items) <= 4
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (write, write, read, read)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors[:1]
+    assert store.stats()["next_id"] == 40_000 and store.stats()["records"] == 8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from typing import Any
 
 from learner.records import GameRecord, encode_record
@@ -33,6 +34,9 @@ class MemoryReplay:
         self._items: dict[int, bytes] = {}  # id -> payload; insertion order is id order
         self._next = 0
         self._bytes = 0
+        # The driver runs it as a threaded Ray actor (max_concurrency > 1): an add and a read must
+        # not interleave, or a read sees the new payload before the new id and asks for an evicted one.
+        self._lock = threading.Lock()
 
     def run_id(self) -> str:
         return self._run_id
@@ -42,14 +46,16 @@ class MemoryReplay:
 
     def add_encoded(self, data: bytes) -> int:
         """Append one payload (not decoded here: readers check it); return its id."""
-        rid = self._next
-        self._items[rid] = bytes(data)
-        self._bytes += len(data)
-        self._next += 1
-        while len(self._items) > self._max:
-            oldest = next(iter(self._items))
-            self._bytes -= len(self._items.pop(oldest))
-        return rid
+        payload = bytes(data)
+        with self._lock:
+            rid = self._next
+            self._items[rid] = payload
+            self._bytes += len(payload)
+            self._next += 1
+            while len(self._items) > self._max:
+                oldest = next(iter(self._items))
+                self._bytes -= len(self._items.pop(oldest))
+            return rid
 
     def add(self, record: GameRecord) -> None:
         """The :class:`ReplayWriter` method, for a writer in the same process."""
@@ -64,14 +70,16 @@ class MemoryReplay:
         ``new_cursor - len(payloads) .. new_cursor - 1``. A cursor past the newest id (from an
         earlier incarnation) gives ``(next_id, [])``: the cursor going backwards tells the reader.
         """
-        first = self._next - len(self._items)
-        start = min(max(cursor, first), self._next)
-        stop = min(start + max(max_items, 0), self._next)
-        return stop, [self._items[i] for i in range(start, stop)]
+        with self._lock:
+            first = self._next - len(self._items)
+            start = min(max(cursor, first), self._next)
+            stop = min(start + max(max_items, 0), self._next)
+            return stop, [self._items[i] for i in range(start, stop)]
 
     def stats(self) -> dict[str, Any]:
-        return {"run_id": self._run_id, "incarnation": self._incarnation, "records": len(self._items),
-                "next_id": self._next, "bytes": self._bytes}
+        with self._lock:
+            return {"run_id": self._run_id, "incarnation": self._incarnation, "records": len(self._items),
+                    "next_id": self._next, "bytes": self._bytes}
 
 
 class MemoryReader(ReaderBase):
