@@ -40,6 +40,19 @@ class SelfPlayConfig:
         check_fields(self)
 
 
+def _valid_teacher(spec: str) -> bool:
+    if spec == "greedy":
+        return True
+    from ccengine.players import PlayerSpecError, parse_spec
+
+    try:
+        import ccengine.alphabeta  # noqa: F401 - registers the alphabeta player
+
+        return spec.split(":", 1)[0] == "alphabeta" and bool(parse_spec(spec))
+    except PlayerSpecError:
+        return False
+
+
 @dataclass(frozen=True, kw_only=True)
 class StageOneConfig:
     """The paper's stage 1: supervised pretraining on greedy self-play (section 3.5)."""
@@ -58,6 +71,10 @@ class StageOneConfig:
     """Share of positions kept, to break correlations (paper: 3-5%)."""
     steps: int = checked(3000, ge=1)
     """Learner steps on stage-1 data before self-play starts (off: ``enabled: false``)."""
+    teacher: str = checked("greedy", test=_valid_teacher, means="greedy or an alphabeta SPEC (alphabeta:depth=2)",
+                           bad=("minimax", "alphabeta:depth=0", "mcts:sims=8"))
+    """Who plays the stage-1 games and gives their policy targets: ``greedy`` (the paper's) or an
+    alpha-beta SPEC, whose chosen move is the target (``actors.heuristic``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -1,6 +1,13 @@
 """Stage-1 data (seed paper section 3.5, "Training on heuristic-guided self-plays"): greedy
 self-play games as supervised targets for the network's first training stage.
 
+``teacher`` picks the heuristic: ``greedy`` (the paper's, the default, described below) or an
+``alphabeta`` SPEC (``alphabeta:depth=2``; ``ccengine.alphabeta``), whose games are far stronger
+on the star, where greedy against greedy ends half its games in repetition and never learns to
+clear its own home (docs/STRENGTH.md, ``star2``). With a search teacher both sides play the
+search's move and the target is that move alone (one-hot); everything else (starts, keep mask,
+values, discarded draws) is the same.
+
 Both sides play the deterministic greedy player of the paper (section 3.2; RULES.md "Forward
 distance and the greedy players"): a move of largest forward distance ``psi``, ties to the least
 advanced start cell ("the last checker"), then uniform. The paper used this agent because it beat
@@ -49,7 +56,7 @@ from ccengine.engines import new_state, state_class
 from ccengine.rules import PASS, Rules
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 
-__all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_board"]
+__all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_board", "teacher_player"]
 
 #: The three kinds of game starts, in the order of ``start_mix``.
 START_KINDS: tuple[str, str, str] = ("random_position", "random_moves", "normal")
@@ -78,6 +85,20 @@ def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[li
     last = min(advance[moves[i][0]] for i in best)
     chosen_from = [i for i in best if advance[moves[i][0]] == last]
     return best, chosen_from
+
+
+def teacher_player(spec: str, rules: Rules) -> Any:
+    """The stage-1 teacher of ``spec``: an ``alphabeta`` SPEC's player (deterministic, so no seed);
+    ``ValueError`` naming the problem for any other SPEC (``greedy`` is built in, not a player)."""
+    import ccengine.alphabeta  # noqa: F401 - registers the alphabeta player
+    from ccengine.players import make_player
+
+    if spec.split(":", 1)[0] != "alphabeta":
+        raise ValueError(f"stage1.teacher={spec!r}: valid are greedy and alphabeta[:depth=D,...]")
+    try:
+        return make_player(spec, rules)
+    except ValueError as exc:
+        raise ValueError(f"stage1.teacher={spec!r}: {exc}") from None
 
 
 def random_start_board(rules: Rules, rng: np.random.Generator, *, engine: str = "cython", tries: int = 1000) -> Any:
@@ -121,6 +142,7 @@ class HeuristicWorker:
         max_plies: int | None = None,
         return_unkept: bool = False,
         engine: str = "cython",
+        teacher: str = "greedy",
     ) -> None:
         mix = np.asarray(start_mix, dtype=np.float64)
         if mix.shape != (3,) or (mix < 0).any() or mix.sum() <= 0:
@@ -141,6 +163,8 @@ class HeuristicWorker:
         self.max_plies = rules.max_plies if max_plies is None else min(int(max_plies), rules.max_plies)
         self.return_unkept = return_unkept
         self.engine = engine
+        self.teacher = teacher
+        self._search_teacher = None if teacher == "greedy" else teacher_player(teacher, rules)
         self._rng = np.random.default_rng(self.seed)
         self._versions = versions_now()
         self._stats: dict[str, Any] = {
@@ -193,7 +217,11 @@ class HeuristicWorker:
                 move = moves[int(rng.integers(len(moves)))]
                 history.append([row[:] for row in cur])
             else:
-                best, chosen_from = greedy_targets(rules, mover, moves)
+                if self._search_teacher is not None:
+                    pick = moves.index(tuple(self._search_teacher.select(state)))
+                    best, chosen_from = ([] if moves[pick] == PASS else [pick]), [pick]
+                else:
+                    best, chosen_from = greedy_targets(rules, mover, moves)
                 pieces.append([row[:] for row in cur])
                 to_move.append(mover)
                 if best:

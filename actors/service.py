@@ -102,6 +102,7 @@ class SelfPlayService:
                 start_mix=tuple(s1.start_mix),
                 random_moves=s1.random_moves,
                 keep_fraction=s1.keep_fraction,
+                teacher=s1.teacher,
             )
             if s1.enabled
             else None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from actor_helpers import board_of, final_move_exists, move_between, record_states, replay
 
-from actor_helpers import board_of, final_move_exists, record_states, replay
 from actors.heuristic import START_KINDS, HeuristicWorker, greedy_targets, random_start_board
 from ccengine import preset
 from ccengine._core import State
@@ -197,3 +197,40 @@ def test_star_records_have_greedy_targets():
             assert named == {m for m in legal if psi[m] == max(psi.values())}
             _, chosen = greedy_targets(star, mover, legal)
             assert {legal[i] for i in chosen} == set(greedy_candidates(star, mover, legal))
+
+
+def test_an_alphabeta_teacher_plays_its_search_move_and_makes_it_the_one_target():
+    """stage1.teacher=alphabeta: both sides play the search's move, in its game's history (the
+    star's repetition rule is in the search), and that move is the record's whole target."""
+    from ccengine.alphabeta import AlphaBetaPlayer
+
+    star = preset("star2")
+    w = worker(star, seed=2, keep_fraction=1.0, start_mix=(1, 1, 0), teacher="alphabeta:depth=2")
+    records = w.generate(4)
+    assert records and w.stats()["records"] == len(records)
+    teacher = AlphaBetaPlayer(star, depth=2)
+    for rec in records:
+        assert decode_record(encode_record(rec)).same_as(rec) and rec.outcome in (-1, 1)
+        states, h = record_states(rec)
+        state = State(star, board_of(star, states[0]), 0, 0)
+        for i in range(1, len(states)):
+            mover = state.to_move
+            move = move_between(states[i - 1], states[i], mover)
+            if i - 1 >= h:  # a recorded position: the teacher's move, the one target
+                assert move == teacher.select(state)
+                idx, prob = rec.policy(i - 1 - h)
+                named = index_moves(star, states[i - 1], idx.astype(np.int64), mover)
+                assert [tuple(map(int, m)) for m in named] == [move] and prob.tolist() == [1.0]
+            state.play(move)
+
+
+def test_a_teacher_that_is_not_greedy_or_alphabeta_is_refused():
+    from actors.config import StageOneConfig
+    from ccengine.fields import FieldError
+
+    for spec in ("minimax", "mcts:sims=8", "alphabeta:depth=0", "alphabeta:speed=1"):
+        with pytest.raises(FieldError, match="teacher"):
+            StageOneConfig(teacher=spec)
+        with pytest.raises(ValueError, match="teacher"):
+            worker(preset("star2"), teacher=spec)
+    assert StageOneConfig(teacher="alphabeta:depth=3").teacher == "alphabeta:depth=3"
