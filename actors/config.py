@@ -41,16 +41,9 @@ class SelfPlayConfig:
 
 
 def _valid_teacher(spec: str) -> bool:
-    if spec == "greedy":
-        return True
-    from ccengine.players import PlayerSpecError, parse_spec
+    from .heuristic import teacher_problem
 
-    try:
-        import ccengine.alphabeta  # noqa: F401 - registers the alphabeta player
-
-        return spec.split(":", 1)[0] == "alphabeta" and bool(parse_spec(spec))
-    except PlayerSpecError:
-        return False
+    return teacher_problem(spec) is None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -56,7 +56,7 @@ from ccengine.engines import new_state, state_class
 from ccengine.rules import PASS, Rules
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 
-__all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_board", "teacher_player"]
+__all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_board", "teacher_player", "teacher_problem"]
 
 #: The three kinds of game starts, in the order of ``start_mix``.
 START_KINDS: tuple[str, str, str] = ("random_position", "random_moves", "normal")
@@ -87,18 +87,32 @@ def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[li
     return best, chosen_from
 
 
-def teacher_player(spec: str, rules: Rules) -> Any:
-    """The stage-1 teacher of ``spec``: an ``alphabeta`` SPEC's player (deterministic, so no seed);
-    ``ValueError`` naming the problem for any other SPEC (``greedy`` is built in, not a player)."""
+def teacher_problem(spec: str) -> str | None:
+    """What is wrong with ``spec`` as a stage-1 teacher (None: ``greedy`` or a valid ``alphabeta``
+    SPEC). The one check behind the config field and :func:`teacher_player`."""
     import ccengine.alphabeta  # noqa: F401 - registers the alphabeta player
+    from ccengine.players import parse_spec
+
+    if spec == "greedy":
+        return None
+    if spec.split(":", 1)[0] != "alphabeta":
+        return f"stage1.teacher={spec!r}: valid are greedy and alphabeta[:depth=D,...]"
+    try:
+        parse_spec(spec)
+    except ValueError as exc:
+        return f"stage1.teacher={spec!r}: {exc}"
+    return None
+
+
+def teacher_player(spec: str, rules: Rules) -> Any:
+    """The stage-1 teacher of an ``alphabeta`` SPEC: its player (deterministic, so no seed);
+    ``ValueError`` naming the problem for any other SPEC (``greedy`` is built in, not a player)."""
     from ccengine.players import make_player
 
-    if spec.split(":", 1)[0] != "alphabeta":
-        raise ValueError(f"stage1.teacher={spec!r}: valid are greedy and alphabeta[:depth=D,...]")
-    try:
-        return make_player(spec, rules)
-    except ValueError as exc:
-        raise ValueError(f"stage1.teacher={spec!r}: {exc}") from None
+    problem = teacher_problem(spec) if spec != "greedy" else "stage1.teacher='greedy' is not a search player"
+    if problem:
+        raise ValueError(problem)
+    return make_player(spec, rules)
 
 
 def random_start_board(rules: Rules, rng: np.random.Generator, *, engine: str = "cython", tries: int = 1000) -> Any:
