@@ -122,6 +122,10 @@ class SelfPlayService:
     def run(self) -> None:
         """Play until :meth:`stop`; every exception is logged before it ends the actor."""
         try:
+            # A resumed run, or one started from a network (--init-model), has a best model now:
+            # waiting for the registry's first answer keeps the actor from playing stage-1 games
+            # that the learner, already in stage 2, would throw away.
+            self._follow_best(wait_s=30.0)
             while not self._stop.is_set():
                 self._follow_best()
                 if self.worker.has_weights:
@@ -141,14 +145,14 @@ class SelfPlayService:
             log.exception("%s failed", self.name)
             raise
 
-    def _follow_best(self) -> None:
-        """Switch to newer best weights without ever blocking on the registry."""
+    def _follow_best(self, wait_s: float = 0.0) -> None:
+        """Switch to newer best weights, waiting at most ``wait_s`` for the registry's answer (by
+        default never blocking on it)."""
         import ray
 
         if self._version_ref is None:
             self._version_ref = self.registry.best_version.remote()
-            return
-        ready, _ = ray.wait([self._version_ref], timeout=0)
+        ready, _ = ray.wait([self._version_ref], timeout=wait_s)
         if not ready:
             return
         version = ray.get(self._version_ref)

@@ -499,6 +499,9 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--seed", type=_int_arg(0), default=None, metavar="S", help="seed (default: the config's, 0)")
     p.add_argument("--run-dir", metavar="DIR", default=None,
                    help="run directory (default runs/CONFIG-PRESET); an existing one is resumed")
+    p.add_argument("--init-model", metavar="MODEL", default=None,
+                   help="start a new run from this network (a network file, a run directory's best model, "
+                        "or 'shipped') instead of stage 1 or random weights")
     p.add_argument("--json", action="store_true", help="print the final summary as JSON")
     p.set_defaults(func=_cmd_train)
 
@@ -522,7 +525,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     run_dir = args.run_dir or os.path.join("runs", f"{config.name}-{config.preset}")
     try:
         summary = train(config, run_dir=run_dir, ray_address=args.ray_address, redis_url=args.redis_url,
-                        out=sys.stderr if args.json else sys.stdout)
+                        init_model=args.init_model, out=sys.stderr if args.json else sys.stdout)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     except TrainingFailed as exc:  # a component kept failing: the run stopped, not the user's typing

@@ -2,7 +2,8 @@
 
     RUN_DIR/
       config.yaml         the whole TrainConfig (what a resumed run must agree with)
-      run.json            run id, preset, config name and hash, versions, start time
+      run.json            run id, preset, config name and hash, versions, start time, and the
+                          network a run started from (--init-model), if any
       checkpoints/        learner checkpoints (newest few; atomic)
       models/             networks promoted to best (model-<version>.pt, network files)
       best.json           the current best model (atomic pointer; learner/run_files.py)
@@ -42,11 +43,14 @@ class RunDir:
         """Whether a run was started here before (it has a run.json)."""
         return (self.path / "run.json").is_file()
 
-    def start(self, config: TrainConfig, versions: dict[str, str]) -> dict[str, Any]:
+    def start(
+        self, config: TrainConfig, versions: dict[str, str], initial_model: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Create the directory for a new run, or check that ``config`` matches the old one.
 
         Returns the run's identity (``run.json``). Resuming with a different game or network is
         refused: the checkpoints would not fit; other settings may change between sessions.
+        ``initial_model``: where a new run's first network came from (``hopzero.initial_model``).
         """
         for sub in ("checkpoints", "models", "plots"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
@@ -68,6 +72,8 @@ class RunDir:
                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "resumed": 0,
             }
+            if initial_model is not None:
+                info["initial_model"] = initial_model
         info.update(config_hash=config.hash(), versions=versions)
         self._write_atomic("run.json", json.dumps(info, indent=2))
         self._write_atomic("config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))

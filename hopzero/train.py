@@ -144,16 +144,22 @@ def train(
     run_dir: str | os.PathLike[str],
     ray_address: str | None = None,
     redis_url: str | None = None,
+    init_model: str | None = None,
     out: TextIO = sys.stdout,
 ) -> dict[str, Any]:
     """Run training until the time budget, the step limit or Ctrl-C; returns the final summary.
+
+    ``init_model`` (a network file, a run directory or ``shipped``) starts a new run from that
+    network instead of stage 1 or random weights (``hopzero.initial_model``); a run directory that
+    holds a run already is refused with it.
 
     Raises :class:`TrainingFailed` (after stopping everything) when a component fails more often
     than ``run.max_restarts`` within ``run.restart_window_s``, and ``KeyboardInterrupt`` (after
     stopping what was started) on Ctrl-C before the run's first progress line could be written.
     """
     with _ctrl_c_raises():
-        return _train(config, run_dir=run_dir, ray_address=ray_address, redis_url=redis_url, out=out)
+        return _train(config, run_dir=run_dir, ray_address=ray_address, redis_url=redis_url,
+                      init_model=init_model, out=out)
 
 
 #: Set by the driver's Ctrl-C handler. The handler also raises ``KeyboardInterrupt``, but an
@@ -192,7 +198,7 @@ def _ctrl_c_raises() -> Iterator[None]:
 
 def _train(
     config: TrainConfig, *, run_dir: str | os.PathLike[str], ray_address: str | None, redis_url: str | None,
-    out: TextIO,
+    init_model: str | None, out: TextIO,
 ) -> dict[str, Any]:
     import ray
 
@@ -202,7 +208,17 @@ def _train(
 
     # Absolute: the components run in other processes with other working directories.
     rundir = RunDir(Path(run_dir).resolve())
-    info = rundir.start(config, versions_now())
+    initial = None
+    if init_model is not None:
+        from hopzero.initial_model import load_initial_model
+
+        if rundir.exists:
+            raise ConfigError(f"--init-model starts a new run, and {rundir.path} holds one: "
+                              "use another --run-dir, or leave --init-model out to resume it")
+        initial = load_initial_model(config, init_model)
+    info = rundir.start(config, versions_now(), initial_model=None if initial is None else initial.provenance())
+    if initial is not None:
+        initial.seed(rundir.path, config)
     run_id = info["run_id"]
     redis_server = None
     started_ray = False

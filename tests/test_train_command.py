@@ -11,8 +11,14 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 from test_cli import hopzero_command
 from train_helpers import TINY
+
+from hopzero.config import ConfigError, load_config
+from hopzero.train import train
+from learner.model_files import shipped_model_path
+from learner.run_files import sha256_file
 
 
 def test_train_shows_its_progress_and_no_ray_noise(tmp_path):
@@ -47,3 +53,44 @@ def test_train_runs_the_whole_system_on_the_star(tmp_path):
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
     assert last["selfplay"]["games"] > 120, last["selfplay"]     # star self-play games beyond stage 1's
     assert last["learner"]["steps"] > 40, last["learner"]        # and the learner trained on them
+
+
+def test_train_starts_a_new_run_from_a_trained_network(tmp_path):
+    # --init-model: the shipped cc49 network (v7000, the `fast` size) is the new run's first best
+    # model; the learner goes on from its weights and the actors play self-play with it at once.
+    sets = [arg for item in TINY if not item.startswith("network.size=") for arg in ("--set", item)]
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(
+        hopzero_command() + ["train", "--config", "demo", "--seed", "1", "--run-dir", str(run_dir), "--json",
+                             "--init-model", "shipped", *sets, "--set", "run.minutes=0.5"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shipped = shipped_model_path(load_config("demo").game_rules())
+    started = json.loads((run_dir / "run.json").read_text())["initial_model"]
+    assert (started["source"], started["version"]) == ("shipped", 7000)
+    assert started["sha256"] == sha256_file(shipped)
+    first = json.loads((run_dir / "promotions.jsonl").read_text().splitlines()[0])
+    assert (first["version"], first["games"]) == ("7000", 0)
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert last["learner"]["steps"] > 7000, last["learner"]        # trained on from v7000's weights
+    assert last["learner"]["skipped"].get("stale", 0) == 0, last    # no stage-1 game was played
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["vs_greedy"] is not None and int(summary["vs_greedy"]["version"]) >= 7000, summary
+
+
+def test_init_model_is_refused_with_a_clear_error_and_nothing_written(tmp_path):
+    config = load_config("demo", seed=1, overrides=["network.size=tiny"])
+    with pytest.raises(ConfigError, match="shape differs: channels 32 .this run: 16."):
+        train(config, run_dir=tmp_path / "new", init_model="shipped")
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(ConfigError, match="trained with preset='cc49', this run has preset='star2'"):
+        train(load_config("star2", seed=1), run_dir=tmp_path / "new", init_model=str(shipped_model_path(
+            load_config("demo").game_rules())))
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "run.json").write_text("{}")
+    with pytest.raises(ConfigError, match="--init-model starts a new run, and .* holds one"):
+        train(load_config("demo", seed=1), run_dir=tmp_path / "old", init_model="shipped")
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["run.json"]
+    with pytest.raises(ConfigError, match="no such file or run directory"):
+        train(load_config("demo", seed=1), run_dir=tmp_path / "new", init_model=str(tmp_path / "missing.pt"))
