@@ -34,7 +34,7 @@ from learner.dqn_player import dqn_player_from_weights
 from learner.logs import configure_logging
 from learner.metrics import Metrics
 from learner.model import NetworkConfig
-from learner.model_files import ALGOS, read_model_file
+from learner.model_files import ALGOS, promoted_model_path, read_model_file, save_promoted_model
 from learner.network_player import network_player_from_weights
 from learner.records import versions_now
 from learner.run_files import append_jsonl, read_best, read_jsonl
@@ -341,7 +341,7 @@ class EvaluatorService:
         return candidate[1] if candidate is not None and int(candidate[0]) == version else None
 
     def _model_path(self, version: int) -> Path:
-        return self.run_dir / "models" / f"model-{version:010d}.pt"
+        return promoted_model_path(self.run_dir, version)
 
     def _model_weights(self, path: Path, *, version: int | None = None) -> Weights:
         """The weights of a model file, as the registry keeps them; ``ValueError`` (one line) for a
@@ -355,7 +355,7 @@ class EvaluatorService:
     def _write_model(self, version: int, weights: Weights) -> Path:
         """The model file of ``version``; one already there with these weights is kept as it is
         (a promotion repeated after a crash keeps its file's bytes and digest)."""
-        from learner.model import PolicyValueNet, save_net
+        from learner.model import PolicyValueNet
         from learner.training import load_weights_into
 
         path = self._model_path(version)
@@ -367,11 +367,8 @@ class EvaluatorService:
                 log.warning("rewriting the model file: %s", exc)
         model = PolicyValueNet(self.net_config)
         load_weights_into(model, weights)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        info = {"encoding": self.network.encoding, "history": self.network.history,
-                "preset": self.rules.name, "version": int(version), "config_hash": self.config_hash,
-                "c_puct": self.c_puct, "algo": self.algo}  # players use the network as it was trained
-        save_net(model, path, input=info)
+        save_promoted_model(path, model, network=self.network, preset=self.rules.name, version=version,
+                            config_hash=self.config_hash, c_puct=self.c_puct, algo=self.algo)
         return path
 
     def _record_first_best(self, version: int, weights: Weights) -> tuple[int, Weights]:

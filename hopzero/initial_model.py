@@ -42,13 +42,13 @@ class InitialModel:
         """Make it ``run_dir``'s best model: its model file, then the pointer (a promotion with
         no gating games, as the evaluator records stage 1's network)."""
         from evaluator.promotion import promote
-        from learner.model import load_net, save_net
+        from learner.model import load_net
+        from learner.model_files import promoted_model_path, save_promoted_model
 
-        path = run_dir / "models" / f"model-{self.version:010d}.pt"
-        info = {"encoding": config.network.encoding, "history": config.network.history, "preset": config.preset,
-                "version": self.version, "config_hash": config.hash(), "c_puct": config.search.c_puct,
-                "algo": config.algo}
-        save_net(load_net(self.state), path, input=info)
+        path = promoted_model_path(run_dir, self.version)
+        save_promoted_model(path, load_net(self.state), network=config.network, preset=config.preset,
+                            version=self.version, config_hash=config.hash(), c_puct=config.search.c_puct,
+                            algo=config.algo)
         promote(run_dir, self.version, path, score=0.0, games=0, expect_current="")
 
 

@@ -13,13 +13,25 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ccengine.rules import Rules
 
 from .run_files import read_best
 
-__all__ = ["ALGOS", "ModelNotFoundError", "model_meta", "read_model_file", "resolve_model_source", "shipped_model_path"]
+if TYPE_CHECKING:  # torch only when a file is written
+    from .model import NetworkConfig, PolicyValueNet
+
+__all__ = [
+    "ALGOS",
+    "ModelNotFoundError",
+    "model_meta",
+    "promoted_model_path",
+    "read_model_file",
+    "resolve_model_source",
+    "save_promoted_model",
+    "shipped_model_path",
+]
 
 #: What a model file's ``input`` entry may tell a player about its network.
 _META = ("encoding", "history", "c_puct", "algo")
@@ -95,3 +107,23 @@ def model_meta(state: dict[str, Any]) -> dict[str, Any]:
     ``c_puct``, ``algo``), where present."""
     info = state.get("input")
     return {k: info[k] for k in _META if k in info} if isinstance(info, dict) else {}
+
+
+def promoted_model_path(run_dir: str | Path, version: int) -> Path:
+    """The network file of the promoted model ``version`` in a run directory."""
+    return Path(run_dir) / "models" / f"model-{int(version):010d}.pt"
+
+
+def save_promoted_model(
+    path: Path, model: PolicyValueNet, *, network: NetworkConfig, preset: str, version: int, config_hash: str,
+    c_puct: float, algo: str,
+) -> None:
+    """Write a promoted model's network file with the ``input`` entry its players read: the
+    encoding, history and exploration constant it was trained with, and the preset, version,
+    config hash and algorithm of its run."""
+    from .model import save_net
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = {"encoding": network.encoding, "history": network.history, "preset": preset, "version": int(version),
+            "config_hash": config_hash, "c_puct": c_puct, "algo": algo}
+    save_net(model, path, input=info)
