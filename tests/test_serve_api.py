@@ -5,10 +5,15 @@ bad request answered with a clear error that changes nothing."""
 from __future__ import annotations
 
 import json
+import re
+import socket
+import subprocess
 import time
+import urllib.request
 
 import pytest
 from fastapi.testclient import TestClient
+from test_cli import hopzero_command
 
 from ccengine import PASS, new_state, preset
 from ccengine.notation import Position, format_position
@@ -477,3 +482,20 @@ def test_a_bad_results_line_is_a_note_not_an_error(client):
                 '"games": 3, "a_wins": 1, "draws": 0, "b_wins": 1}\n')
     data = client.get("/api/tables").json()
     assert data["table"] is None and "line 4" in data["notes"][0] and "games" in data["notes"][0]
+
+
+def test_the_printed_address_takes_connections_as_soon_as_it_is_printed(tmp_path):
+    # The socket listens before the address is printed: a page opened at once is not refused
+    # while the server is still starting up (it was, every time, when only bound).
+    proc = subprocess.Popen(hopzero_command() + ["serve", "--port", "0"], stdout=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    try:
+        line = proc.stdout.readline()
+        address = re.search(r"open (http://127\.0\.0\.1:(\d+)/)", line)
+        assert address is not None, line
+        socket.create_connection(("127.0.0.1", int(address.group(2))), timeout=10).close()
+        with urllib.request.urlopen(address.group(1), timeout=60) as page:
+            assert page.status == 200 and b"<html" in page.read().lower()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

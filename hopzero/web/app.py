@@ -505,6 +505,10 @@ def create_app(
     return app
 
 
+_BACKLOG = 2048
+"""Connections the listening socket queues (uvicorn's default)."""
+
+
 def serve(
     host: str, port: int, run_dirs: list[str | Path], limits: Limits, *, out: TextIO,
     results: list[str | Path] | None = None,
@@ -522,6 +526,9 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening before the address is printed: a browser (or a script) that opens it at once
+        # would otherwise be refused until uvicorn has started up.
+        sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
         raise ChoiceError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -537,7 +544,7 @@ def serve(
     out.flush()
     # open websockets (a page left open) must not hold a Ctrl-C or a SIGTERM up for long
     config = uvicorn.Config(app, log_level="warning", ws_max_size=limits.max_body_bytes, lifespan="off",
-                            timeout_graceful_shutdown=3)
+                            timeout_graceful_shutdown=3, backlog=_BACKLOG)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])
