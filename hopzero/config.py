@@ -3,9 +3,9 @@
 Two names select a run: the game (``--preset``: a RULES.md preset) and the training
 configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` game, ``fast`` = our
 best settings and the default, ``demo`` = minutes on a laptop, ``star2`` = ``fast`` sized for the
-121-hole star, ``dqn`` = the seed paper's Deep Q-learning baseline on the same system, ``algo:
-dqn``). The configurations are YAML files
-beside this module (``configs/NAME.yaml``) holding only what differs from the defaults written
+121-hole star, ``star3`` = ``star2`` for three players, ``dqn`` = the seed paper's Deep
+Q-learning baseline on the same system, ``algo: dqn``). The configurations are YAML files beside
+this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
 its section declares (``ccengine.fields``); an error names the field's dotted path
@@ -49,7 +49,7 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "dqn")
+CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "star3", "dqn")
 #: What the run trains: ``alphazero`` (search targets, the gate) or ``dqn`` (learner.dqn).
 ALGOS: tuple[str, ...] = ("alphazero", "dqn")
 

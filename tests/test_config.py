@@ -34,7 +34,7 @@ def test_selfplay_rules_change_the_training_games_only():
     assert training.replace(adjudicate="none") == game  # nothing else differs
 
 
-@pytest.mark.parametrize("name", ["fast", "star2"])
+@pytest.mark.parametrize("name", ["fast", "star2", "star3"])
 @pytest.mark.parametrize("preset_name", ["star3", "star4", "star6"])
 def test_named_configs_adjudicate_multi_player_training_games_too(name, preset_name):
     """Distance adjudication scores games of any number of players: a named config on a preset of

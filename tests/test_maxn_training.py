@@ -1,6 +1,7 @@
 """A short real star3 training run (issue 16): local Ray, a real redis-server on a free loopback
-port, tiny settings. Stage 1's greedy games and the self-play games reach Redis as records with
-result vectors; the learner trains the value-vector head and writes a checkpoint that plays."""
+port, tiny settings, under ``fast`` (stage 1 from greedy) and ``star3`` (stage 1 from paranoid
+alpha-beta). Stage 1's games and the self-play games reach Redis as records with result vectors;
+the learner trains the value-vector head and writes a checkpoint that plays."""
 
 from __future__ import annotations
 
@@ -36,14 +37,16 @@ def stream_records(url: str, run_dir: Path) -> list:
         client.close()
 
 
-def test_star3_trains_on_ray_and_redis(local_ray, redis_server, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["fast", "star3"])
+def test_star3_trains_on_ray_and_redis(name, local_ray, redis_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_dir = tmp_path / "run"
-    config = load_config("fast", preset_name="star3", seed=3, overrides=[
+    config = load_config(name, preset_name="star3", seed=3, overrides=[
         *train_helpers.TINY, train_helpers.PROMOTE_ANY, "run.minutes=2", "stage1.games=16", "stage1.steps=20",
         "replay.min_positions=100", "replay.backend=redis", "evaluation.gate.games=4",
         "evaluation.greedy_games=3"])  # one set of three games each
-    assert config.training_rules().adjudicate == "distance"  # fast's adjudication serves three players too
+    assert config.training_rules().adjudicate == "distance"  # the adjudication serves three players too
+    assert config.stage1.teacher == ("greedy" if name == "fast" else "alphabeta:depth=3")
     summary = train(config, run_dir="run", redis_url=redis_server.url, out=open("/dev/null", "w"))
 
     records = stream_records(redis_server.url, run_dir)
