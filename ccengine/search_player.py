@@ -49,6 +49,11 @@ def game_piece_history(rules: Rules, state: Any, depth: int) -> np.ndarray:
     return tracker.piece_lists(depth).astype(np.int8)
 
 
+def _position_key(state: Any) -> tuple[Any, ...]:
+    """What tells one position of a game from another: board, side to move and ply."""
+    return tuple(state.board), state.to_move, state.ply
+
+
 def _move_between(before: tuple[int, ...], after: tuple[int, ...]) -> Move:
     """The move that turned board ``before`` into ``after`` (a pass when they are equal)."""
     start = [i for i, (a, b) in enumerate(zip(before, after)) if a != -1 and b == -1]
@@ -82,11 +87,14 @@ class SearchPlayer:
         solver: bool = False,
         greedy_opponent: bool = False,
         model_opponent: bool = False,
+        reuse: bool = False,
         name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
         (rollouts), rebuilt from the player's seed at every ``reset(seed)``. ``model_opponent``
-        needs an evaluator with an opponent model (``SearchConfig.model_opponent``)."""
+        needs an evaluator with an opponent model (``SearchConfig.model_opponent``). ``reuse``:
+        keep the searched subtree of the moves played since this player's last search (the
+        SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew."""
         if history < 1:
             raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
@@ -97,7 +105,7 @@ class SearchPlayer:
         self.config = SearchConfig(
             num_simulations=simulations, c_puct=c_puct, solver=solver, greedy_opponent=greedy_opponent,
             model_opponent=model_opponent,
-        ).for_evaluation()
+        ).for_evaluation().replace(reuse_tree=reuse)
         self._search = BatchedSearch(rules, 1, self.config, history=history)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
         #: Counters over the player's life, its own searches and a match's batches alike (for
@@ -126,6 +134,7 @@ class SearchPlayer:
             if self._factory is not None:
                 self.evaluator = self._factory(int(self.rng.integers(2**63)))
         self._last = None
+        self._root: tuple[Any, ...] | None = None  # the tree's root (position key), kept for reuse
 
     def think(
         self,
@@ -143,9 +152,11 @@ class SearchPlayer:
         key = (tuple(state.board), state.to_move, state.ply, nodes, movetime_ms)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        history = game_piece_history(self.rules, state, self.history)
         game_rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        self._search.set_root(0, state, history, rng=game_rng)
+        if not self._follow(state):
+            history = game_piece_history(self.rules, state, self.history)
+            self._search.set_root(0, state, history, rng=game_rng)
+        self._root = _position_key(state)
         seconds = None if movetime_ms is None else movetime_ms / 1000.0
         rounds, leaves = self._search.rounds, self._search.leaves
         stopped = False
@@ -161,6 +172,27 @@ class SearchPlayer:
         self.count(batches=self._search.rounds - rounds, positions=self._search.leaves - leaves, searches=1)
         self._last = None if stopped else (key, result)
         return result
+
+    def _follow(self, state: Any) -> bool:
+        """With ``reuse``: move the tree's root on to ``state`` when ``state`` follows the last
+        searched position by at most one round of moves (the game's undo history says which);
+        True when the tree now stands at ``state``."""
+        if not self.config.reuse_tree or self._root is None:
+            return False
+        path: list[Move] = []
+        past = state.copy()
+        for _ in range(self.rules.players):
+            before = tuple(past.board)
+            try:
+                past.undo()
+            except ValueError:
+                return False
+            path.append(_move_between(tuple(past.board), before))
+            if _position_key(past) == self._root:
+                for move in reversed(path):
+                    self._search.play(0, move)
+                return True
+        return False
 
     def select(self, state: Any) -> Move:
         """The most visited move after ``sims`` simulations."""
@@ -207,10 +239,11 @@ def _rollout_player(
     c: float = 3.5,
     solver: bool = False,
     opponent: str = "any",
+    reuse: bool = False,
 ) -> SearchPlayer:
     """``rollout``: the playout policy of both sides (greedy, random, greedy-stochastic,
     greedy-eps with ``eps``, softmax over forward distance with ``temp``). ``solver``: back up
-    proven wins and losses (MCTS-Solver)."""
+    proven wins and losses (MCTS-Solver). ``reuse``: keep the tree from move to move."""
     from ._core import tables_for
 
     tables = tables_for(rules)
@@ -218,7 +251,7 @@ def _rollout_player(
     RolloutEvaluator(tables, **options)  # a bad option fails now, with the evaluator's message
     return SearchPlayer(
         rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c,
-        solver=solver, greedy_opponent=_greedy_opponent(opponent),
+        solver=solver, greedy_opponent=_greedy_opponent(opponent), reuse=reuse,
     )
 
 
@@ -286,6 +319,7 @@ register_player(
         "c": positive(float),
         "solver": flag,
         "opponent": str,
+        "reuse": flag,
     },
     description="tree search valued by playouts (greedy or random), no network",
 )

@@ -29,9 +29,11 @@ When results are the same whatever ``parallel``:
 
 - Players that choose per position are reset with the game's seed (``reset(a_seed)``), so their
   games do not depend on the slot or on the games beside them.
-- A search side plays as ``SearchPlayer.select`` would: a fresh tree at every move, no noise, the
-  most visited move, ties broken by a per-move generator drawn from the game's own generator
-  ``default_rng(side_seed)``, history piece lists tracked from the start of the game. A search in
+- A search side plays as ``SearchPlayer.select`` would: a fresh tree at every move (or, for a
+  player that keeps its tree, ``reuse=1``, the subtree its last search of the game left, moved on
+  by every move played since), no noise, the most visited move, ties broken by a per-move
+  generator drawn from the game's own generator ``default_rng(side_seed)``, history piece lists
+  tracked from the start of the game. A search in
   a batch equals the search alone (each tree has its own generator), so with an evaluator whose
   output for a row depends on that row only (``UniformEvaluator``; a network up to float rounding
   between batch sizes) the games do not depend on ``parallel``. ``RolloutEvaluator`` given as one
@@ -389,7 +391,7 @@ class _Game:
 
     __slots__ = (
         "index", "slot", "seats", "state", "tracker", "opening_rng",
-        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves",
+        "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves", "followed",
     )
 
     def __init__(self, index: int, slot: int, n: int) -> None:
@@ -400,6 +402,9 @@ class _Game:
         self.legal = 0
         self.waiting_legal = 0  # legal moves of the position waiting on a search
         self.moves: list[Move] = []
+        # Per search turn of the match: whether that search's tree follows this game move by move
+        # (the player keeps its tree, ``reuse=1``, and has searched this game).
+        self.followed: list[bool] = []
 
 
 class _Match:
@@ -436,6 +441,7 @@ class _Match:
         g.opening_rng = np.random.default_rng(opening_seed)
         g.players = [None] * self.n
         g.rngs = [None] * self.n
+        g.followed = [False] * len(self.turns)
         for side, side_seed in enumerate(side_seeds):
             if self.sides[side].search is not None:
                 g.rngs[side] = np.random.default_rng(side_seed)  # SearchPlayer.reset(seed)
@@ -457,6 +463,9 @@ class _Match:
         g.state.play(move)
         if g.tracker is not None:
             g.tracker.play(move)
+        for turn, (_, search) in enumerate(self.turns):
+            if g.followed[turn]:
+                search.play(g.slot, move)
 
     def _advance(self, g: _Game) -> None:
         """Play ``g`` until a search side must move or the game ends."""
@@ -503,8 +512,11 @@ class _Match:
 
     # -- searching --------------------------------------------------------------------------
 
-    def _search_turn(self, player: SearchPlayer, search: BatchedSearch) -> None:
-        """Search every game waiting on ``player`` in one batch and play the chosen moves."""
+    def _search_turn(self, turn: int) -> None:
+        """Search every game waiting on turn ``turn``'s player in one batch and play the chosen
+        moves. A player that keeps its tree (``reuse``) searches on from the subtree its last
+        search of the game left, moved on by the moves played since."""
+        player, search = self.turns[turn]
         waiting: list[tuple[_Game, int]] = []
         for g in self.active.values():
             if g.state.is_terminal():
@@ -518,8 +530,10 @@ class _Match:
         for g, side in waiting:
             rng = g.rngs[side]
             game_rng = np.random.default_rng(int(rng.integers(2**63)))  # as SearchPlayer.think
-            history = g.tracker.piece_lists(player.history).astype(np.int8)
-            search.set_root(g.slot, g.state, history, rng=game_rng)
+            if not g.followed[turn]:
+                history = g.tracker.piece_lists(player.history).astype(np.int8)
+                search.set_root(g.slot, g.state, history, rng=game_rng)
+                g.followed[turn] = player.config.reuse_tree
         rounds, leaves = search.rounds, search.leaves
         results = search.search(player.evaluator, [g.slot for g, _ in waiting])
         player.count(batches=search.rounds - rounds, positions=search.leaves - leaves, searches=len(waiting))
@@ -549,8 +563,8 @@ class _Match:
             self._fill()
             if self.stopped or not self.active:
                 break
-            for player, search in self.turns:
-                self._search_turn(player, search)
+            for turn in range(len(self.turns)):
+                self._search_turn(turn)
                 if self.stopped:
                     break
                 self._fill()

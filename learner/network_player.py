@@ -26,7 +26,7 @@ from ccengine.eval_cache import EvaluationCache
 from ccengine.players import SeedLike, register_player
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
-from ccengine.search_player import SearchPlayer, opponent_option, positive
+from ccengine.search_player import SearchPlayer, flag, opponent_option, positive
 
 from .backends import backend_option
 from .model_files import resolve_model_source
@@ -47,10 +47,12 @@ def search_player_for(
     c: float | None,
     name: str = "mcts",
     opponent: str = "any",
+    reuse: bool = False,
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
     recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history;
-    ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree.
+    ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree; ``reuse``
+    keeps the tree from move to move (``SearchPlayer``).
 
     The network sits behind an evaluation cache: each move's search starts a new tree, and the
     positions two plies on were mostly searched by the move before (and a match's parallel games
@@ -64,7 +66,8 @@ def search_player_for(
     model = opponent == "model"
     return SearchPlayer(
         rules, seed, evaluator if model else EvaluationCache(evaluator), simulations=sims, c_puct=c,
-        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model, name=name,
+        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model, reuse=reuse,
+        name=name,
     )
 
 
@@ -78,24 +81,26 @@ def network_player(
     device: str = "cpu",
     backend: str = "auto",
     opponent: str = "any",
+    reuse: bool = False,
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the paper's 3.5. ``backend``: how the network runs
     (``learner.backends``). ``opponent``: ``any``, ``greedy`` or ``model`` (the network's
-    opponent head; refused for a network without one)."""
+    opponent head; refused for a network without one). ``reuse``: keep the searched subtree
+    from move to move, each move's ``sims`` on top of it."""
     if not model:
         if opponent == "model":
             raise ValueError("opponent=model needs a network with an opponent head (give model=...)")
         c = SearchConfig().c_puct if c is None else c
         return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c,
-                            greedy_opponent=opponent == "greedy")
+                            greedy_opponent=opponent == "greedy", reuse=reuse)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
     if evaluator.algo == "dqn":
         raise ValueError(f"model {model!r} holds a DQN network (Q values, no trained value head): "
                          f"play it with dqn:model=...")
-    return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent)
+    return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent, reuse=reuse)
 
 
 def network_player_from_weights(
@@ -152,6 +157,6 @@ register_player(
     "mcts",
     network_player,
     options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option,
-             "opponent": opponent_option},
+             "opponent": opponent_option, "reuse": flag},
     description="network-guided tree search (uniform prior and zero value without a model)",
 )

@@ -206,6 +206,25 @@ def test_parallel_does_not_change_the_games():
     assert same[0] == play_match(SMALL, uniform(12), uniform(12), parallel=3, **args)
 
 
+class OneAtATime(SearchPlayer):
+    """A search player the arena asks position by position (``select``), never in a batch."""
+
+    batchable = False
+
+
+def test_a_search_side_that_keeps_its_tree_plays_as_its_select_and_whatever_the_parallel():
+    args = dict(games=8, seed=4, random_opening=3)
+    batched = play_match(SMALL, uniform(16, reuse=True), "random", parallel=8, **args)
+    assert play_match(SMALL, uniform(16, reuse=True), "random", **args) == batched
+    # select() follows the game through the moves played since its last search, as the batch does
+    alone = play_match(SMALL, OneAtATime(SMALL, None, UniformEvaluator(), simulations=16, reuse=True), "random", **args)
+    assert alone.a_results == batched.a_results
+    spec = "mcts:sims=16,reuse=1"
+    assert play_match(SMALL, spec, "random", workers=2, **args).a_results == batched.a_results
+    # and the kept subtrees change the games: reuse is not a no-op
+    assert play_match(SMALL, uniform(16), "random", **args).a_results != batched.a_results
+
+
 def test_rollout_side_is_reproducible():
     from ccengine._core import tables_for
     from ccengine.search import RolloutEvaluator

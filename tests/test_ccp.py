@@ -131,3 +131,18 @@ def test_search_player_behind_the_protocol(engine):
     e.send("go movetime 100")
     assert e.until("bestmove")[-1].startswith("bestmove ")
     assert e.close() == 0
+
+
+def test_a_player_that_keeps_its_tree_searches_on_through_the_referees_moves():
+    """With ``reuse=1`` each ``go`` after ``position startpos moves ...`` starts from the subtree
+    the moves since the last search lead to (the engine's game carries them)."""
+    from hopzero.ccp import CCPEngine
+
+    e = CCPEngine(preset("small-5-6"), "mcts-rollout:sims=64,reuse=1", seed=1)
+    moves: list[str] = []
+    searched = []
+    for _ in range(4):
+        moves.append(e.handle("go")[-1].split()[1])
+        searched.append(e.player._last[1].simulations)  # the search behind that bestmove
+        e.handle("position startpos moves " + " ".join(moves))
+    assert searched[0] == 64 and all(n > 64 for n in searched[1:])

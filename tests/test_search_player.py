@@ -70,6 +70,27 @@ def test_stop_ends_a_search_between_chunks_and_is_not_cached():
     assert stopped_at_once.simulations == 64  # a day's movetime, stopped after the first chunk
 
 
+@pytest.mark.parametrize("spec", ["mcts:sims=64,reuse=1", "mcts-rollout:sims=64,reuse=1"])
+def test_reuse_searches_on_from_the_subtree_of_the_moves_played(spec):
+    rules = preset("small-5-6")
+    player = make_player(spec, rules, seed=0)
+    state = new_state(rules)
+    first = player.think(state)
+    assert first.simulations == 64
+    replies, visits, *_ = player._search.forest.node_edges(0, [first.move])  # the reply's subtrees
+    reply = tuple(int(x) for x in replies[int(np.argmax(visits))])
+    kept = int(visits.max())
+    state.play(first.move)
+    state.play(reply)
+    second = player.think(state)
+    assert second.simulations == 64 + kept and kept > 0  # the subtree two plies on, and 64 more
+    # a position that does not follow the last search (no history back to it) starts afresh
+    assert player.think(new_state(rules)).simulations == 64
+    plain = make_player(spec.replace(",reuse=1", ""), rules, seed=0)
+    plain.think(new_state(rules))
+    assert plain.think(state).simulations == 64
+
+
 def test_rollout_search_takes_a_win_in_one():
     rules = preset("small-4-3")
     pos = parse_position(rules, "...o/..xx/ox../o... x")  # (1,2) -> (0,2) fills the goal
