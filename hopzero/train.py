@@ -216,15 +216,16 @@ def _train(
             raise ConfigError(f"--init-model starts a new run, and {rundir.path} holds one: "
                               "use another --run-dir, or leave --init-model out to resume it")
         initial = load_initial_model(config, init_model)
-    info = rundir.start(config, versions_now(), initial_model=None if initial is None else initial.provenance())
-    if initial is not None:
-        initial.seed(rundir.path, config)
-    run_id = info["run_id"]
     redis_server = None
     started_ray = False
     created: list[Any] = []  # actor handles, killed if start-up is interrupted
     running = False
     try:
+        # Inside the try: a Ctrl-C just after run.json is written is a stop during start-up too.
+        info = rundir.start(config, versions_now(), initial_model=None if initial is None else initial.provenance())
+        if initial is not None:
+            initial.seed(rundir.path, config)
+        run_id = info["run_id"]
         # The Redis buffer first: a run that may not use it is refused before anything starts.
         if config.replay.backend == "redis":
             link, redis_server = _open_redis(config, rundir, run_id, redis_url or config.replay.redis_url, out)
