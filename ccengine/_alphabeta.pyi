@@ -7,6 +7,7 @@ from ._core import RulesTables, State
 MATE: int
 MAX_DEPTH: int
 EVALUATIONS: tuple[str, ...]
+OPPONENTS: tuple[str, ...]
 FEATURES: tuple[str, ...]
 LINEAR_SCALE: int
 
@@ -16,8 +17,14 @@ def game_hashes(state: State) -> list[int]:
 class AlphaBetaSearch:
     tt_bits: int
     evaluation: str
+    opponents: str
     def __init__(
-        self, tables: RulesTables, tt_bits: int = 18, evaluation: str = "distance", weights: list[float] | None = None
+        self,
+        tables: RulesTables,
+        tt_bits: int = 18,
+        evaluation: str = "distance",
+        weights: list[float] | None = None,
+        opponents: str = "paranoid",
     ) -> None: ...
     def features(self, state: State) -> list[list[float]]:
         """The features of both players in ``state`` (the ``linear`` evaluation's inputs)."""

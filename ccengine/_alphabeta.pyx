@@ -34,6 +34,15 @@ first, so the searcher measures itself against the leader, which for two players
 two-player evaluation. The ``linear`` evaluation is two-player only. The two-player search
 (negamax, PVS) is unchanged.
 
+Three or more players with ``opponents="still"`` (``_still``): a race plan instead of a game
+tree. The searcher plays ``depth`` moves in a row while the others stand still, and the plan
+ends scored as paranoid's horizon is, its term minus the leading opponent's (``MATE - d`` once
+all its pieces are home): the others' terms do not change along a plan, so its own term decides
+the move and the score stays on paranoid's scale. With five
+opponents between two of its moves, a paranoid tree of depth 3 sees one move of the searcher and
+two of its opponents; this sees the searcher's own follow-up moves, the hop ladders a move sets
+up, which is what wins a race among players who mostly keep to their own paths.
+
 Repetition (star2: ``repetition=3``, RULES.md "Repetition in the search"): a position reached in
 the search counts its earlier occurrences in the game (the root's history, kept in a small hash
 set) and on the current search path, exactly as the game would count them; at the
@@ -94,6 +103,9 @@ MATE = _MATE
 MAX_DEPTH = _MAX_DEPTH
 #: Evaluation names accepted by :class:`AlphaBetaSearch` (``linear``: weights over :data:`FEATURES`).
 EVALUATIONS = ("distance", "advance", "linear")
+#: What a search of three or more players assumes of the others: they all play against the
+#: searcher (``paranoid``), or they stand still while it plans its own moves (``still``).
+OPPONENTS = ("paranoid", "still")
 #: The board features of one player that the ``linear`` evaluation weighs (its ``features``):
 #: total advance (rows), pieces in the goal, pieces still at home, the rearmost piece's steps to
 #: the goal, the sum of squared steps to the goal, hops that would advance a piece (one jump; a
@@ -376,6 +388,43 @@ cdef int _paranoid(Ctx* c, const CState* s, int depth, int alpha, int beta, int 
     return best
 
 
+cdef int _still(Ctx* c, const CState* s, int depth, int distance, int16_t* best_out) noexcept nogil:
+    """The searcher's best score after ``depth`` moves in a row, the others standing still
+    (module docstring); ``best_out`` (or NULL) receives the first move. ``s.to_move`` is the
+    searcher: children keep it, as only the searcher's pieces move."""
+    cdef int16_t moves[2 * MAX_MOVES]
+    cdef int32_t keys[MAX_MOVES]
+    cdef CState child
+    cdef int count, i, a, b, score, best = -_INF, bf = -2, bt = -2, p = c.root_player
+    cdef const Tables* t = c.t
+    c.nodes += 1
+    if _popcount(s.bb[p][0] & t.goal[p][0]) + _popcount(s.bb[p][1] & t.goal[p][1]) == t.k:
+        return _MATE - distance  # home: a sooner finish scores higher
+    if depth <= 0:
+        return _evaluate_paranoid(c, s)
+    count = generate_moves(t, s, moves)
+    if count == 0:
+        return _evaluate_paranoid(c, s)  # only the root can be finished; it is searched on a live game
+    _order(c, s, moves, count, keys, -2, -2)
+    for i in range(count):
+        _pick(moves, keys, i, count)
+        a = moves[2 * i]
+        b = moves[2 * i + 1]
+        child = s[0]
+        if a >= 0:  # move the piece's bit; the hash and the counters are not read below
+            child.bb[p][a >> 6] &= ~((<uint64_t>1) << (a & 63))
+            child.bb[p][b >> 6] |= (<uint64_t>1) << (b & 63)
+        score = _still(c, &child, depth - 1, distance + 1, NULL)
+        if score > best:  # the first of equal scores: greedy's order breaks ties
+            best = score
+            bf = a
+            bt = b
+    if best_out != NULL:
+        best_out[0] = bf
+        best_out[1] = bt
+    return best
+
+
 cdef void _repetition(Ctx* c, CState* child, int distance) noexcept nogil:
     """Star: draw ``child`` (``distance`` plies below the root) at its repetition-th occurrence,
     counting the game's history and the search path above it."""
@@ -523,22 +572,33 @@ def game_hashes(State state not None) -> list:
 cdef class AlphaBetaSearch:
     """Iterative-deepening alpha-beta of one game's rules; reusable, not thread-safe.
 
-    ``AlphaBetaSearch(tables, tt_bits=18, evaluation="distance")``: ``tables`` from
-    ``ccengine._core.tables_for(rules)``; the table holds ``2^tt_bits`` entries (16 bytes each).
+    ``AlphaBetaSearch(tables, tt_bits=18, evaluation="distance", opponents="paranoid")``:
+    ``tables`` from ``ccengine._core.tables_for(rules)``; the table holds ``2^tt_bits`` entries
+    (16 bytes each). ``opponents`` (three or more players): ``paranoid``, or ``still`` for the
+    searcher's race plan (module docstring).
     """
 
     cdef RulesTables tables
     cdef Ctx ctx
     cdef readonly int tt_bits
     cdef readonly str evaluation
+    cdef readonly str opponents
 
     def __cinit__(self):
         self.ctx.tt = NULL
         self.ctx.seen_keys = NULL
         self.ctx.seen_counts = NULL
 
-    def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance", weights=None):
+    def __init__(self, RulesTables tables not None, int tt_bits=18, str evaluation="distance", weights=None,
+                 str opponents="paranoid"):
         cdef int p, k
+        if opponents not in OPPONENTS:
+            raise ValueError(f"opponents {opponents!r} is unknown; valid: {', '.join(OPPONENTS)}")
+        if opponents == "still" and tables.t.players == 2:
+            raise RulesError(
+                f"opponents=still plans a race among three or more players; the {tables.rules.name} rules "
+                "seat two (their search is negamax)"
+            )
         if tables.t.players != 2 and evaluation == "linear":
             raise RulesError(
                 f"the linear evaluation weighs two players' features; the {tables.rules.name} rules seat "
@@ -551,6 +611,7 @@ cdef class AlphaBetaSearch:
         self.tables = tables
         self.tt_bits = tt_bits
         self.evaluation = evaluation
+        self.opponents = opponents
         self.ctx.t = &tables.t
         self.ctx.evaluation = {"advance": EVAL_ADVANCE, "linear": EVAL_LINEAR}.get(evaluation, EVAL_DISTANCE)
         if (evaluation == "linear") != (weights is not None):
@@ -644,6 +705,10 @@ cdef class AlphaBetaSearch:
         self.ctx.root_ply = state.s.ply
         self.ctx.root_player = state.s.to_move
         best[0] = best[1] = -2
+        if self.opponents == "still":
+            with nogil:
+                score = _still(&self.ctx, &state.s, depth, 0, best)
+            return (int(best[0]), int(best[1])), score, int(self.ctx.nodes)
         if self.tables.t.players > 2:
             with nogil:
                 for d in range(1, depth + 1):

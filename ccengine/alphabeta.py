@@ -11,7 +11,9 @@ Deterministic: the same position and game history give the same move, whatever c
 Options of the SPEC: ``depth`` (1..12, default 3), ``eval`` (``distance``, the default;
 ``advance``: the bare difference of the players' total advance; ``linear``: learned weights over
 board features, read from ``weights=PATH``), ``tt`` (the transposition table's size as a power
-of two, 10..26, default 18).
+of two, 10..26, default 18), ``opponents`` (three or more players: ``paranoid``, the default, or
+``still``: the searcher plans ``depth`` moves of its own in a row while the others stand still,
+a race plan; see ``ccengine._alphabeta``).
 
 A weights file (``linear``) is JSON, never pickle: ``{"format": "hopzero.linear-eval/1",
 "preset", "features": [the names of FEATURES, in order], "weights": [one number each],
@@ -76,6 +78,7 @@ class AlphaBetaPlayer:
         eval: str = "distance",
         weights: str | list[float] | None = None,
         tt: int = 18,
+        opponents: str = "paranoid",
     ) -> None:
         """``weights``: the ``linear`` evaluation's, a file (:func:`read_weights`) or the numbers."""
         from ._alphabeta import EVALUATIONS, MAX_DEPTH, AlphaBetaSearch
@@ -94,7 +97,9 @@ class AlphaBetaPlayer:
         self.depth = depth
         self._tables = tables_for(rules)
         self._state_class = State
-        self._search = AlphaBetaSearch(self._tables, tt_bits=tt, evaluation=eval, weights=weights)
+        self._search = AlphaBetaSearch(
+            self._tables, tt_bits=tt, evaluation=eval, weights=weights, opponents=opponents
+        )
         #: Nodes searched over the player's life (for throughput figures).
         self.nodes = 0
         self.searches = 0
@@ -184,6 +189,17 @@ def _evaluation(text: str) -> str:
 _evaluation.__name__ = "an evaluation (distance, advance, linear)"
 
 
+def _opponents(text: str) -> str:
+    from ._alphabeta import OPPONENTS
+
+    if text not in OPPONENTS:
+        raise ValueError(f"valid: {', '.join(OPPONENTS)}")
+    return text
+
+
+_opponents.__name__ = "paranoid or still"
+
+
 def weights_document(rules: Rules, weights: list[float], trained: dict[str, Any], versions: dict[str, str]) -> dict:
     """The JSON of a weights file (see the module docstring)."""
     from ._alphabeta import FEATURES
@@ -222,6 +238,6 @@ def read_weights(path: str | Path, rules: Rules) -> list[float]:
 register_player(
     "alphabeta",
     AlphaBetaPlayer,
-    options={"depth": _depth, "eval": _evaluation, "weights": str, "tt": _tt_bits},
+    options={"depth": _depth, "eval": _evaluation, "weights": str, "tt": _tt_bits, "opponents": _opponents},
     description="alpha-beta search (PVS, iterative deepening, transposition table), distance evaluation",
 )
