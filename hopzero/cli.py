@@ -489,7 +489,7 @@ def _add_train(sub: Any) -> None:
     p = sub.add_parser("train", help="train by self-play (Ray actors, replay buffer, learner, 55%% gate)")
     p.add_argument("--config", choices=CONFIG_NAMES, default="fast",
                    help="training configuration: demo (minutes), fast (ours, default), paper (Table 1), "
-                        "star2 (the star), star3 (the star, three players), dqn (the paper's Deep Q-learning "
+                        "star2 (the star), star3 (the star, three players), star6 (six players), dqn (the paper's Deep Q-learning "
                         "baseline)")
     p.add_argument("--preset", metavar="P", default=None, help="the game (default: the config's; fast/demo: cc49)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

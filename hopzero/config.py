@@ -3,7 +3,8 @@
 Two names select a run: the game (``--preset``: a RULES.md preset) and the training
 configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` game, ``fast`` = our
 best settings and the default, ``demo`` = minutes on a laptop, ``star2`` = ``fast`` sized for the
-121-hole star, ``star3`` = ``star2`` for three players, ``dqn`` = the seed paper's Deep
+121-hole star, ``star3`` = ``star2`` for three players, ``star6`` = ``star3`` for six players
+with the race plan as stage 1's teacher, ``dqn`` = the seed paper's Deep
 Q-learning baseline on the same system, ``algo: dqn``). The configurations are YAML files beside
 this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
@@ -49,7 +50,7 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "star3", "dqn")
+CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "star3", "star6", "dqn")
 #: What the run trains: ``alphazero`` (search targets, the gate) or ``dqn`` (learner.dqn).
 ALGOS: tuple[str, ...] = ("alphazero", "dqn")
 
@@ -117,6 +118,13 @@ class TrainConfig:
             self.network.net_config(rules)
         except ValueError as exc:
             raise FieldError("network", f"{exc} (on {self.preset})") from None
+        if self.stage1.teacher != "greedy":
+            from actors.heuristic import teacher_player
+
+            try:  # a teacher the game cannot seat (opponents=still on two players) fails here, not in its actor
+                teacher_player(self.stage1.teacher, rules)
+            except ValueError as exc:
+                raise FieldError("stage1.teacher", str(exc)) from None
         if self.search.model_opponent and not self.network.opponent_head:
             raise FieldError("search.model_opponent", "needs a network with the opponent head "
                                                       "(network.opponent_head: true)")
