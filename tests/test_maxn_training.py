@@ -28,7 +28,6 @@ from learner.network_player import network_player  # noqa: E402,F401 (registers 
 from learner.records import decode_record  # noqa: E402
 
 
-
 def stream_records(url: str, run_dir: Path) -> list:
     client = redis.Redis.from_url(url)
     try:
