@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["Check", "FieldError", "check_fields", "checked", "describe_type", "field_check", "leaf_fields"]
+__all__ = [
+    "Check",
+    "FieldError",
+    "build_config",
+    "check_fields",
+    "checked",
+    "describe_type",
+    "field_check",
+    "leaf_fields",
+]
 
 
 class FieldError(ValueError):
@@ -232,3 +241,39 @@ def describe_type(tp: Any) -> str:
         count = "" if len(args) == 2 and args[1] is Ellipsis else f"{len(args)} "
         return f"a list of {count}{item}s"
     return getattr(tp, "__name__", str(tp))
+
+
+def build_config(cls: type, data: Any, *, base: Any = None) -> Any:
+    """Instantiate config dataclass ``cls`` from plain ``data`` (a mapping), strictly: an unknown
+    key is a :class:`FieldError` that names the valid ones, a nested section is built the same
+    way (its errors carry the dotted path: ``gate.games``), every value is checked by the class.
+    Keys ``data`` leaves out take their defaults, or ``base``'s values when a config object is
+    given (``--set``-style overrides on top of a loaded config)."""
+    if not isinstance(data, dict):
+        raise FieldError(cls.__name__, f"must be a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(str(k) for k in set(data) - set(fields))
+    if unknown:
+        raise FieldError(unknown[0][:40], f"unknown key; valid: {', '.join(sorted(fields))}")
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(cls) if f.init} if base is not None else {}
+    for name, value in data.items():
+        section = _section_type(cls, name)
+        if section is not None and isinstance(value, dict):
+            current = values.get(name)
+            try:
+                value = build_config(section, value, base=current if current is not None else section())
+            except FieldError as exc:
+                raise FieldError(f"{name}.{exc.field}", exc.problem) from None
+        values[name] = value
+    try:
+        return cls(**values)
+    except TypeError as exc:  # a required field left out
+        raise FieldError(cls.__name__, str(exc)) from None
+
+
+def _section_type(cls: type, name: str) -> type | None:
+    """The config class of field ``name`` of ``cls`` when that field is a nested section."""
+    for f, tp in _typed_fields(cls):
+        if f.name == name and _is_config(tp):
+            return tp
+    return None

@@ -25,20 +25,24 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-from .fields import FieldError, check_fields, checked
+from .fields import FieldError, build_config, check_fields, checked
 from .star import SEATS, StarGeometry
 
 __all__ = [
     "DIRECTIONS",
     "PASS",
+    "PRESETS",
     "PRESET_NAMES",
     "Geometry",
+    "Preset",
     "RulesError",
     "Rules",
     "STAR_N",
     "StarGeometry",
     "preset",
+    "presets_text",
 ]
 
 #: The six neighbour offsets ``(dr, dc)`` of the hex grid drawn as a matrix.
@@ -46,13 +50,6 @@ DIRECTIONS: tuple[tuple[int, int], ...] = ((-1, 0), (1, 0), (0, -1), (0, 1), (-1
 
 #: The pass move, legal only when a player has no other move.
 PASS: tuple[int, int] = (-1, -1)
-
-#: The fixed preset names; ``small-N-k`` is a family (N 4..6, k 1, 3 or 6).
-PRESET_NAMES: tuple[str, ...] = ("cc49", "paper", "cc81", "star2", "star3", "star4", "star6", "small-N-k")
-
-#: ``max_plies`` of the multi-player star presets (RULES.md "Three, four and six players"): 200,
-#: 175 and 150 rounds, so the move limit always falls at the end of a round.
-STAR_MAX_PLIES: dict[int, int] = {3: 600, 4: 700, 6: 900}
 
 _HOPS = ("adjacent", "mirror")
 _WIN_RULES = ("filled", "all_own")
@@ -190,19 +187,18 @@ class Rules:
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Rules:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - fields)
-        if unknown:
-            raise RulesError(f"unknown rules option(s) {unknown}; valid: {sorted(fields)}")
-        return cls(**data)  # type: ignore[arg-type]
+        return cls._build(data)
 
     def replace(self, **changes: object) -> Rules:
         """A copy with some options changed (validated like any new rules object)."""
-        fields = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - fields)
-        if unknown:
-            raise RulesError(f"unknown rules option(s) {unknown}; valid: {sorted(fields)}")
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return self._build(changes, base=self)
+
+    @classmethod
+    def _build(cls, data: dict[str, object], base: Rules | None = None) -> Rules:
+        try:
+            return build_config(cls, data, base=base)  # type: ignore[no-any-return]
+        except FieldError as exc:  # an unknown key
+            raise RulesError(str(exc)) from None
 
     @property
     def cells(self) -> int:
@@ -229,37 +225,101 @@ class Rules:
         return Geometry(self.n, self.k)
 
 
+@dataclass(frozen=True)
+class Preset:
+    """One named game: its rules options and the words that describe it (the presets table)."""
+
+    name: str
+    """The name ``--preset`` takes (a family's pattern, ``small-N-k``, for the small boards)."""
+    summary: str
+    """What the game is, in a few words (CLI help, the web page's board list, the docs' table)."""
+    options: tuple[tuple[str, Any], ...]
+    """The :class:`Rules` options that differ from the defaults."""
+
+    def rules(self, name: str | None = None) -> Rules:
+        """The preset's rules object (``name``: a family member's own name)."""
+        return Rules(**dict(self.options), name=name or self.name)
+
+    def row(self) -> dict[str, Any]:
+        """The docs' and the web page's row: name, board, players, pieces, rules, limits."""
+        family = self.name == SMALL_FAMILY
+        rules = preset(f"small-{_SMALL_SIDES[0]}-{_SMALL_PIECES[0]}") if family else self.rules()
+        return {"name": self.name, "summary": self.summary,
+                "board": f"N x N rhombus, N {_SMALL_SIDES[0]}..{_SMALL_SIDES[-1]}" if family else _board_words(rules),
+                "players": rules.players, "pieces": f"k = {_words(_SMALL_PIECES)}" if family else rules.k,
+                "rules": _rule_words(rules), "limits": f"{rules.max_plies} plies"}
+
+
+#: The small boards: one family of presets, ``small-N-k``.
+SMALL_FAMILY = "small-N-k"
+_SMALL_SIDES = (4, 5, 6)
+_SMALL_PIECES = (1, 3, 6)
+#: The star's shared options; star2 adds CCERL's equal turns. Three or more players end at the end
+#: of the round in which a goal is filled (RULES.md); their move limits (200, 175 and 150 rounds)
+#: fall at the end of a round.
+_STAR = (("board", "star"), ("n", STAR_N), ("k", STAR_K), ("goal_lock", "chain"), ("repetition", 3))
+
+#: Every preset, in the order the CLI, the web page and the docs list them: the single source of
+#: their names, options and descriptions.
+PRESETS: tuple[Preset, ...] = (
+    Preset("cc49", "the seed paper's 7 x 7 board with standard rules (the default)", (("n", 7), ("k", 6))),
+    Preset("paper", "the seed paper's own rules: mirror hops, all own pieces home, 100 plies",
+           (("n", 7), ("k", 6), ("hops", "mirror"), ("win_rule", "all_own"), ("max_plies", 100))),
+    Preset("cc81", "a 9 x 9 board with 10 pieces a side", (("n", 9), ("k", 10))),
+    Preset("star2", "the 121-hole star for two, as the CCERL rating list plays it (CCERL-2P10-v2)",
+           (*_STAR, ("equal_turn", True), ("max_plies", 240))),
+    Preset("star3", "the 121-hole star for three", (*_STAR, ("players", 3), ("max_plies", 600))),
+    Preset("star4", "the 121-hole star for four", (*_STAR, ("players", 4), ("max_plies", 700))),
+    Preset("star6", "the 121-hole star for six", (*_STAR, ("players", 6), ("max_plies", 900))),
+    Preset(SMALL_FAMILY, "small boards for tests and solved games", ()),
+)
+_BY_NAME = {p.name: p for p in PRESETS}
+
+#: The preset names (``small-N-k`` stands for its family).
+PRESET_NAMES: tuple[str, ...] = tuple(p.name for p in PRESETS)
+
+
+def presets_text() -> str:
+    """The presets in one line, for help and error texts."""
+    return ", ".join(f"{SMALL_FAMILY} (N {_SMALL_SIDES[0]}..{_SMALL_SIDES[-1]}, k {', '.join(map(str, _SMALL_PIECES))})"
+                     if n == SMALL_FAMILY else n for n in PRESET_NAMES)
+
+
 def preset(name: str) -> Rules:
-    """Return the rules of a preset: ``cc49`` (default), ``paper``, ``cc81``, ``star2``, ``star3``,
-    ``star4``, ``star6`` or ``small-N-k``."""
-    if name == "cc49":
-        return Rules(n=7, k=6, name=name)
-    if name == "paper":
-        return Rules(n=7, k=6, hops="mirror", win_rule="all_own", max_plies=100, name=name)
-    if name == "cc81":
-        return Rules(n=9, k=10, name=name)
-    if name == "star2":
-        # CCERL-2P10-v2: the two-player 121-hole star as the CCERL rating list plays it.
-        return Rules(
-            board="star", n=STAR_N, k=STAR_K, goal_lock="chain", repetition=3, equal_turn=True, max_plies=240, name=name
-        )
-    if name in ("star3", "star4", "star6"):
-        # RULES.md "Three, four and six players": star2's rules without equal turns; the game ends
-        # at the end of the round in which a goal is filled.
-        players = int(name[-1])
-        return Rules(
-            board="star", n=STAR_N, k=STAR_K, players=players, goal_lock="chain", repetition=3,
-            max_plies=STAR_MAX_PLIES[players], name=name,
-        )
-    m = _SMALL.match(name)
+    """The rules of a preset of :data:`PRESETS` (``cc49``, ``star2``, ``small-5-3``, ...)."""
+    if name in _BY_NAME and name != SMALL_FAMILY:
+        return _BY_NAME[name].rules()
+    m = _SMALL.match(name) if isinstance(name, str) else None
     if m:
         n, k = int(m.group(1)), int(m.group(2))
-        if 4 <= n <= 6 and k in (1, 3, 6):
+        if n in _SMALL_SIDES and k in _SMALL_PIECES:
             return Rules(n=n, k=k, name=name)
-        raise RulesError(f"preset {name!r}: small boards take N 4..6 and k 1, 3 or 6")
-    raise RulesError(
-        f"unknown preset {name!r}; valid: cc49, paper, cc81, star2, star3, star4, star6, small-N-k (N 4..6, k 1, 3, 6)"
-    )
+        raise RulesError(f"preset {name!r}: small boards take N {_SMALL_SIDES[0]}..{_SMALL_SIDES[-1]} and k "
+                         f"{_words(_SMALL_PIECES)}")
+    shown = str(name)[:40]
+    raise RulesError(f"unknown preset {shown!r}; valid: {presets_text()}")
+
+
+def _words(numbers: tuple[int, ...]) -> str:
+    """``(1, 3, 6)`` as ``1, 3 or 6``."""
+    return ", ".join(map(str, numbers[:-1])) + f" or {numbers[-1]}"
+
+
+def _board_words(rules: Rules) -> str:
+    return "121-hole star" if rules.is_star else f"{rules.n} x {rules.n} rhombus"
+
+
+def _rule_words(rules: Rules) -> str:
+    """The rules that set a preset apart, in words."""
+    words = [f"{rules.hops} hops", "goal filled" if rules.win_rule == "filled" else "all own pieces home"]
+    if rules.goal_lock == "chain":
+        words.append("chain goal lock")
+    if rules.repetition:
+        words.append(f"draw at the {rules.repetition}rd repetition" if rules.repetition == 3 else
+                     f"draw at repetition {rules.repetition}")
+    if rules.equal_turn:
+        words.append("equal turns")
+    return ", ".join(words)
 
 
 class Geometry:

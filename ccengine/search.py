@@ -33,7 +33,7 @@ import numpy as np
 
 from ._core import RulesTables, State, tables_for
 from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, RolloutEvaluator, SearchForest, canonical_pieces
-from .fields import FieldError, check_fields, checked
+from .fields import FieldError, build_config, check_fields, checked
 from .rules import PASS, Rules
 
 __all__ = [
@@ -129,8 +129,7 @@ class SearchConfig:
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with some fields changed; unknown names are an error."""
-        _check_keys(changes)
-        return dataclasses.replace(self, **changes)
+        return build_config(SearchConfig, changes, base=self)  # type: ignore[no-any-return]
 
     def for_evaluation(self) -> SearchConfig:
         """Match play, the one configuration every player that searches uses in a match, behind
@@ -147,8 +146,7 @@ class SearchConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        _check_keys(data)
-        return cls(**data)
+        return build_config(cls, data)  # type: ignore[no-any-return]
 
     def temperature_at(self, ply: int) -> float:
         """Decision temperature at game ply ``ply``: ``inf`` (uniform, no search) in the random
@@ -158,13 +156,6 @@ class SearchConfig:
         if ply < self.random_opening_plies + self.explore_plies:
             return self.explore_temperature
         return self.temperature
-
-
-def _check_keys(data: dict[str, Any]) -> None:
-    names = {f.name for f in dataclasses.fields(SearchConfig)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"unknown SearchConfig key(s) {unknown}; valid: {sorted(names)}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from actors.config import SelfPlayConfig, StageOneConfig
-from ccengine.fields import FieldError, check_fields, checked
+from ccengine.fields import FieldError, build_config, check_fields, checked
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.search import SearchConfig
 from evaluator.config import EvaluationConfig
@@ -50,7 +50,10 @@ __all__ = [
     "load_config",
 ]
 
-CONFIG_NAMES: tuple[str, ...] = ("demo", "fast", "paper", "star2", "star3", "star6", "dqn")
+_CONFIGS = resources.files("hopzero").joinpath("configs")
+#: The named configurations: one YAML file each in ``hopzero/configs``.
+CONFIG_NAMES: tuple[str, ...] = tuple(sorted(p.name.removesuffix(".yaml") for p in _CONFIGS.iterdir()
+                                             if p.name.endswith(".yaml")))
 #: What the run trains: ``alphazero`` (search targets, the gate) or ``dqn`` (learner.dqn).
 ALGOS: tuple[str, ...] = ("alphazero", "dqn")
 
@@ -156,7 +159,12 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """Build the tree from plain data, strictly (what a checkpoint carries)."""
-        return _build(cls, data, "")
+        try:
+            return build_config(cls, data)  # type: ignore[no-any-return]
+        except FieldError as exc:
+            raise ConfigError(str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"config: {exc}") from None
 
 
 def _with_options(rules: Rules, options: dict[str, Any], key: str) -> Rules:
@@ -181,39 +189,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _build(cls: type, data: Any, path: str) -> Any:
-    """Instantiate dataclass ``cls`` from ``data``, recursing into nested dataclasses."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path or 'config'} must be a mapping, got {type(data).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        where = path or "the top level"
-        raise ConfigError(f"unknown key(s) {unknown} in {where}; valid: {sorted(fields)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in data.items():
-        default = fields[name].default_factory if fields[name].default_factory is not dataclasses.MISSING else None
-        nested = default() if default is not None else None
-        if dataclasses.is_dataclass(nested) and isinstance(value, dict):
-            kwargs[name] = _build(type(nested), {**_shallow(nested), **value}, _join(path, name))
-        else:
-            kwargs[name] = value  # the class checks it (ccengine.fields)
-    try:
-        return cls(**kwargs)
-    except FieldError as exc:
-        raise ConfigError(f"{_join(path, exc.field)}: {exc.problem}") from None
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{path or 'config'}: {exc}") from None
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _shallow(obj: Any) -> dict[str, Any]:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-
-
 def _set(tree: dict[str, Any], assignment: str) -> None:
     """Apply ``a.b.c=value`` (value parsed as YAML) to a nested dict."""
     key, eq, text = assignment.partition("=")
@@ -232,36 +207,31 @@ def _set(tree: dict[str, Any], assignment: str) -> None:
     node[parts[-1]] = value
 
 
-def named_config_data(name: str) -> dict[str, Any]:
-    """The YAML of a named configuration as plain data."""
+def named_config_data(name: str, _extending: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The YAML of a named configuration as plain data, with the configuration it names as its
+    ``base`` underneath (a config file says only what differs from its base)."""
     if name not in CONFIG_NAMES:
-        raise ConfigError(f"unknown config {name!r}; valid: {', '.join(CONFIG_NAMES)}")
-    text = resources.files("hopzero").joinpath("configs", f"{name}.yaml").read_text()
+        raise ConfigError(f"unknown config {str(name)[:40]!r}; valid: {', '.join(CONFIG_NAMES)}")
+    if name in _extending:
+        raise ConfigError(f"configs/{name}.yaml: base configs form a cycle ({' -> '.join((*_extending, name))})")
+    text = _CONFIGS.joinpath(f"{name}.yaml").read_text()
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"configs/{name}.yaml must hold a mapping")
-    return data
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"configs/{name}.yaml: base must name a config, got {base!r}")
+    return _merged(named_config_data(base, (*_extending, name)), data)
 
 
-#: Training-game rule options that only two players have (RULES.md): a named config applied to
-#: a preset of three or more players leaves them out (an explicit ``--set selfplay.rules...``
-#: still asks for them, and is refused with the rules' reason). ``adjudicate`` is not one: distance
-#: adjudication scores games of any number of players (docs/RULES.md).
-_TWO_PLAYER_OPTIONS = ("equal_turn",)
-
-
-def _drop_two_player_options(data: dict[str, Any]) -> None:
-    """Remove the named config's two-player ``selfplay.rules`` options (``_TWO_PLAYER_OPTIONS``)
-    when its preset seats three or more players."""
-    name = data.get("preset")
-    try:
-        players = preset(name).players if isinstance(name, str) else 2
-    except (RulesError, ValueError, KeyError):
-        return   # an unknown preset is reported by the config's own check
-    rules = (data.get("selfplay") or {}).get("rules")
-    if players > 2 and isinstance(rules, dict):
-        for option in _TWO_PLAYER_OPTIONS:
-            rules.pop(option, None)
+def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: sections merge key by key, any other value replaces the base's."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def load_config(
@@ -278,7 +248,6 @@ def load_config(
         data["preset"] = preset_name
     if seed is not None:
         data["seed"] = seed
-    _drop_two_player_options(data)
     for assignment in overrides:
         _set(data, assignment)
     return TrainConfig.from_dict(data)

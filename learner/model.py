@@ -51,7 +51,7 @@ from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from ccengine.encoding import ENCODINGS, plane_side, policy_size
-from ccengine.fields import check_fields, checked
+from ccengine.fields import build_config, check_fields, checked
 from ccengine.search import MAX_HISTORY
 
 from .backends import BACKENDS
@@ -170,14 +170,10 @@ class NetConfig:
             shape = SIZES[size]
         except KeyError:
             raise ValueError(f"unknown network size {size!r}; valid: {', '.join(SIZES)}") from None
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(overrides) - fields)
-        if unknown:
-            raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
+        # Two players keep the one tanh output (the mover's value) their networks were trained with.
         base = dict(shape, in_planes=in_planes, n=plane_side(rules), policy_size=policy_size(rules), name=size,
                     value_outputs=rules.players if rules.players > 2 else 1)
-        base.update(overrides)
-        return cls(**base)
+        return cls.from_dict({**base, **overrides})
 
     def to_dict(self) -> dict[str, Any]:
         """All fields as JSON-ready plain types."""
@@ -186,11 +182,7 @@ class NetConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NetConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - fields)
-        if unknown:
-            raise ValueError(f"unknown NetConfig field(s) {unknown}; valid: {sorted(fields)}")
-        return cls(**data)
+        return build_config(cls, dict(data))  # type: ignore[no-any-return]
 
 
 #: Named network shapes; :meth:`NetConfig.for_rules` fills in the board-dependent fields.

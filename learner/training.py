@@ -47,7 +47,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ccengine.fields import FieldError, check_fields, checked
+from ccengine.fields import FieldError, build_config, check_fields, checked
 from learner.model import NetConfig, PolicyValueNet
 
 __all__ = [
@@ -176,11 +176,7 @@ class LearnerConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LearnerConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error (a typo must not pass silently)."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - fields)
-        if unknown:
-            raise ValueError(f"unknown LearnerConfig field(s) {unknown}; valid: {sorted(fields)}")
-        return cls(**data)
+        return build_config(cls, dict(data))  # type: ignore[no-any-return]
 
 
 # ---- learning-rate schedule ---------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_invalid_options_are_rejected(options):
 
 
 def test_unknown_option_is_rejected():
-    with pytest.raises(RulesError, match="unknown rules option"):
+    with pytest.raises(RulesError, match="^colour: unknown key; valid: "):
         preset("cc49").replace(colour="red")
 
 
