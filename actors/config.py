@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ccengine.fields import check_fields, checked
+from plumbing.fields import check_fields, checked
 
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
 

@@ -194,7 +194,8 @@ class DQNWorker:
     def _finish(self, game: _Game) -> GameRecord:
         """The game's record; the end-of-game reward goes to each learning side's last move."""
         state, cfg = game.state, self.config
-        result = int(state.result()) if state.is_terminal() else 0
+        scores = tuple(state.scores()) if state.is_terminal() else (0.5, 0.5)
+        result = (scores[0] > scores[1]) - (scores[0] < scores[1])  # DQN's games are two-player: seat 0's view
         reward = np.asarray(game.reward, dtype=np.float64)
         movers = np.asarray(game.to_move)
         for side in game.learners:
@@ -213,8 +214,7 @@ class DQNWorker:
         return make_record(
             run_id=self.run_id, rules=self.rules, config_hash=self.config_hash, model_version=self.model_version,
             actor=self.actor, seed=game.seed, pieces=np.asarray(game.pieces, dtype=np.int8), to_move=game.to_move,
-            policies=game.policies, root_value=np.zeros(len(movers), np.float32), outcome=result,
-            plies=state.ply, versions=self._versions, reward=reward, kind="dqn",
+            policies=game.policies, scores=scores, root_shares=None, plies=state.ply, versions=self._versions, reward=reward, kind="dqn",
         )
 
     def stats(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ Targets (paper: "the policy ground truth is calculated by assigning the reciproc
 moves with most forward distance to the corresponding optimal move indices"): uniform over
 *every* legal move of largest ``psi`` (not only the last checker's: the tie-break is how the
 greedy player picks, the target is what the heuristic rates best). A pass-only position has no
-target. ``root_value`` is the game's outcome from the mover's view (the paper's value label;
+target. ``root_shares`` is the game's result vector at every position (the paper's value label;
 there is no search). ``model_version`` is -1. Three or more players: every player is greedy, a
 random position holds each player's k pieces, the random opening is ``random_moves`` per player,
 and the result is the result vector (``scores`` and ``root_shares`` of the record); a game that
@@ -51,8 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import canonical_ids
+from ccengine.encoding import PieceTracker
 from ccengine.engines import new_state, state_class
+from ccengine.game_loop import play_game
 from ccengine.rules import PASS, Rules
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 
@@ -62,6 +63,16 @@ __all__ = ["START_KINDS", "HeuristicWorker", "greedy_targets", "random_start_boa
 START_KINDS: tuple[str, str, str] = ("random_position", "random_moves", "normal")
 
 Move = tuple[int, int]
+
+
+class _Choice:
+    """The seat of every teacher game: it plays the move ``HeuristicWorker.play_game`` chose for the
+    position when it recorded the position's target."""
+
+    move: Move = PASS
+
+    def select(self, state: Any) -> Move:
+        return self.move
 
 
 def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[list[int], list[int]]:
@@ -90,8 +101,7 @@ def greedy_targets(rules: Rules, player: int, moves: Sequence[Move]) -> tuple[li
 def teacher_problem(spec: str) -> str | None:
     """What is wrong with ``spec`` as a stage-1 teacher (None: ``greedy`` or a valid ``alphabeta``
     SPEC). The one check behind the config field and :func:`teacher_player`."""
-    import ccengine.alphabeta  # noqa: F401 - registers the alphabeta player
-    from ccengine.players import parse_spec
+    from learner.players import parse_spec
 
     if spec == "greedy":
         return None
@@ -107,7 +117,7 @@ def teacher_problem(spec: str) -> str | None:
 def teacher_player(spec: str, rules: Rules) -> Any:
     """The stage-1 teacher of an ``alphabeta`` SPEC: its player (deterministic, so no seed);
     ``ValueError`` naming the problem for any other SPEC (``greedy`` is built in, not a player)."""
-    from ccengine.players import make_player
+    from learner.players import make_player
 
     problem = teacher_problem(spec) if spec != "greedy" else "stage1.teacher='greedy' is not a search player"
     if problem:
@@ -200,74 +210,49 @@ class HeuristicWorker:
     # -- one game --------------------------------------------------------------------------------
 
     def play_game(self, kind: str, seed: int) -> GameRecord | None:
-        """One greedy self-play game from a start of ``kind``; its record, or None (a draw, a
+        """One teacher self-play game from a start of ``kind``; its record, or None (a draw, a
         game decided in its random opening, or no position kept without ``return_unkept``)."""
         rules = self.rules
         rng = np.random.default_rng(seed)
         stats = self._stats
         stats["games"] += 1
         stats["starts"][kind] += 1
-        if kind == "random_position":
-            state = random_start_board(rules, rng, engine=self.engine)
-        else:
-            state = new_state(rules, engine=self.engine)
-        # Piece lists with IDs: cur[p][j] is the cell of piece j of player p; id_on[cell] its ID.
-        cur = canonical_ids(rules, state.board).tolist()
-        id_on = [-1] * rules.cells
-        for p in range(rules.players):
-            for j, c in enumerate(cur[p]):
-                id_on[c] = j
-        history: list[list[list[int]]] = []  # piece lists of the random-opening states, oldest first
-        random_plies = rules.players * self.random_moves if kind == "random_moves" else 0
-        cells = rules.cells
-        pieces: list[list[list[int]]] = []
+        start = random_start_board(rules, rng, engine=self.engine) if kind == "random_position" else None
+        state = start if start is not None else new_state(rules, engine=self.engine)
+        tracker = PieceTracker(rules, state.board, state.to_move)
+        opening = self.random_moves if kind == "random_moves" else 0
+        history: list[np.ndarray] = []  # piece lists of the random-opening states, oldest first
+        pieces: list[np.ndarray] = []
         to_move: list[int] = []
         policies: list[tuple[list[int], list[float]]] = []
-        ply = 0
-        while not state.is_terminal() and state.ply < self.max_plies:
+        teacher = _Choice()
+
+        def on_position(state: Any, moves: list[Move]) -> None:
+            if state.ply < rules.players * opening:
+                history.append(tracker.current)
+                return
             mover = state.to_move
-            moves = state.legal_moves()
-            if ply < random_plies:
-                move = moves[int(rng.integers(len(moves)))]
-                history.append([row[:] for row in cur])
+            if self._search_teacher is not None:
+                pick = moves.index(tuple(self._search_teacher.select(state)))
+                best, chosen_from = ([] if moves[pick] == PASS else [pick]), [pick]
             else:
-                if self._search_teacher is not None:
-                    pick = moves.index(tuple(self._search_teacher.select(state)))
-                    best, chosen_from = ([] if moves[pick] == PASS else [pick]), [pick]
-                else:
-                    best, chosen_from = greedy_targets(rules, mover, moves)
-                pieces.append([row[:] for row in cur])
-                to_move.append(mover)
-                if best:
-                    inv = 1.0 / len(best)
-                    policies.append(([id_on[moves[i][0]] * cells + moves[i][1] for i in best], [inv] * len(best)))
-                else:
-                    policies.append(([], []))
-                pick = chosen_from[0] if len(chosen_from) == 1 else chosen_from[int(rng.integers(len(chosen_from)))]
-                move = moves[pick]
-            s, e = move
-            if s >= 0:
-                j = id_on[s]
-                cur[mover][j] = e
-                id_on[e] = j
-                id_on[s] = -1
-            state.play(move)
-            ply += 1
-        stats["plies"] += state.ply
-        scores = None
-        if rules.players > 2:   # the result vector; a draw splits it equally
-            scores = state.scores() if state.is_terminal() else None
-            result = 0 if scores is None or len(set(scores)) == 1 else 1
-        else:
-            result = state.result() if state.is_terminal() else None
-        if not result:  # None (cut at max_plies) or 0: a draw
+                best, chosen_from = greedy_targets(rules, mover, moves)
+            pieces.append(tracker.current)
+            to_move.append(mover)
+            policies.append(([tracker.id_of(moves[i][0]) * rules.cells + moves[i][1] for i in best],
+                             [1.0 / len(best)] * len(best)))
+            pick = chosen_from[0] if len(chosen_from) == 1 else chosen_from[int(rng.integers(len(chosen_from)))]
+            teacher.move = moves[pick]
+
+        game = play_game(rules, [teacher] * rules.players, opening_rng=rng, random_opening=opening, state=state,
+                         max_plies=self.max_plies, on_position=on_position, on_move=lambda _, move: tracker.play(move))
+        stats["plies"] += game.plies
+        scores = game.scores
+        if not scores or len(set(scores)) == 1:  # cut off at max_plies, or a draw
             stats["draws_discarded"] += 1
             return None
-        if scores is not None:
-            if scores[0] > 0 or scores[1] > 0:
-                stats["wins_first" if scores[0] > 0 else "wins_second"] += 1
-        else:
-            stats["wins_first" if result == 1 else "wins_second"] += 1
+        if scores[0] > 0 or scores[1] > 0:
+            stats["wins_first" if scores[0] > 0 else "wins_second"] += 1
         if not pieces:
             stats["ended_in_opening"] += 1
             return None
@@ -278,15 +263,6 @@ class HeuristicWorker:
             stats["unkept_discarded"] += 1
             return None
         stats["kept_positions"] += int(keep.sum())
-        movers = np.asarray(to_move, dtype=np.int64)
-        if scores is not None:
-            shares = np.asarray(scores, dtype=np.float32)
-            values = (2.0 * shares[movers] - 1.0).astype(np.float32)
-        else:
-            values = np.where(movers == 0, result, -result).astype(np.float32)
-        start = None
-        if history:
-            start = np.asarray(history[::-1][:MAX_START_HISTORY], dtype=np.int8)
         stats["records"] += 1
         stats["records_by_start"][kind] += 1
         return make_record(
@@ -299,15 +275,13 @@ class HeuristicWorker:
             pieces=np.asarray(pieces, dtype=np.int8),
             to_move=to_move,
             policies=policies,
-            root_value=values,
-            outcome=0 if scores is not None else int(result),
-            plies=state.ply,
-            start_pieces=start,
+            scores=scores,
+            root_shares=np.tile(np.asarray(scores, np.float32), (t, 1)),  # no search: the game's result
+            plies=game.plies,
+            start_pieces=np.asarray(history[::-1][:MAX_START_HISTORY], dtype=np.int8) if history else None,
             keep=keep,
             versions=self._versions,
             prob_dtype="float32",
-            scores=scores,
-            root_shares=None if scores is None else np.tile(np.asarray(scores, np.float32), (t, 1)),
         )
 
     # -- many games ------------------------------------------------------------------------------

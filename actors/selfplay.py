@@ -22,8 +22,8 @@ What a record holds (docs/REPLAY.md):
   ``start_pieces``, newest first, so the first recorded positions keep their history planes);
 - policy target: the root visit distribution over the visited moves (absolute policy indices,
   ``visits / total``); a pass-only position has an empty target;
-- ``root_value``: :attr:`SearchResult.root_value` (mover's view);
-- ``outcome``: the game result (+1/0/-1 for player 0), or the loss of the side that resigned;
+- ``root_shares``: :attr:`SearchResult.root_shares`, the root value vector by seat;
+- ``scores``: the game's result vector (``State.scores()``), or the loss of the side that resigned;
 - ``model_version``: the version of the weights the game **started** with (those in place at
   its first move). Weights may change while a game is in flight and the game goes on with the
   new ones; the start version is the oldest network that contributed moves, so a learner that
@@ -115,9 +115,8 @@ class _Game:
     pieces: list[np.ndarray] = field(default_factory=list)
     to_move: list[int] = field(default_factory=list)
     policies: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    root_value: list[float] = field(default_factory=list)
     root_shares: list[np.ndarray] = field(default_factory=list)
-    """Three or more players: the root value vector of each recorded position (by seat)."""
+    """The root value vector of each recorded position (by seat)."""
     low: list[int] = field(default_factory=lambda: [0, 0])
     """Consecutive own searched moves with root value below ``-resign_threshold``, per side."""
     would_resign: list[bool] = field(default_factory=lambda: [False, False])
@@ -330,14 +329,12 @@ class SelfPlayWorker:
             else:  # the pass is the only move: no target
                 idx, prob = np.zeros(0, np.int64), np.zeros(0)
             value = 0.0 if math.isnan(res.root_value) else float(np.clip(res.root_value, -1.0, 1.0))
+            shares = res.root_shares
             game.pieces.append(tracker.current)
             game.to_move.append(mover)
             game.policies.append((idx, prob))
-            game.root_value.append(value)
-            if self.rules.players > 2:
-                shares = res.root_shares
-                game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
-                                        if shares is None or not np.isfinite(shares).all() else shares)
+            game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
+                                    if shares is None or not np.isfinite(shares).all() else shares)
             # Resignation is a two-player rule: with more, one side giving up does not end the game.
             if self.resign_threshold > 0 and res.searched and self.rules.players == 2:
                 if self._resign_check(game, mover, value):
@@ -345,19 +342,16 @@ class SelfPlayWorker:
                     game.pieces.pop()
                     game.to_move.pop()
                     game.policies.pop()
-                    game.root_value.pop()
+                    game.root_shares.pop()
                     self._resigned += 1
-                    return self._finish(g, outcome=-1 if mover == 0 else 1)
+                    return self._finish(g, scores=(0.0, 1.0) if mover == 0 else (1.0, 0.0))
         move = res.move
         state.play(move)
         tracker.play(move)
         self.search.play(g, move)
         self._moves += 1
         if state.is_terminal():
-            if self.rules.players > 2:
-                return self._finish(g, outcome=0, scores=state.scores())
-            result = state.result()
-            return self._finish(g, outcome=0 if result is None else int(result))
+            return self._finish(g, scores=state.scores())
         return None
 
     def _resign_check(self, game: _Game, mover: int, value: float) -> bool:
@@ -379,20 +373,17 @@ class SelfPlayWorker:
         depth = min(ply, MAX_START_HISTORY)
         return tracker.piece_lists(depth + 1)[1:]
 
-    def _finish(self, g: int, *, outcome: int, scores: Any = None) -> GameRecord | None:
+    def _finish(self, g: int, *, scores: Any) -> GameRecord | None:
         game = self._games[g]
         assert game is not None
         self._games[g] = None
         plies = game.state.ply
         self._finished += 1
         self._plies_total += plies
-        if scores is not None:   # three or more players: seat 0 or seat 1 among the winners, or a draw
-            if len(set(scores)) == 1:
-                self._wins[2] += 1
-            elif scores[0] > 0 or scores[1] > 0:
-                self._wins[0 if scores[0] > 0 else 1] += 1
-        else:
-            self._wins[0 if outcome == 1 else 1 if outcome == -1 else 2] += 1
+        if len(set(scores)) == 1:  # a draw
+            self._wins[2] += 1
+        elif scores[0] > 0 or scores[1] > 0:  # seat 0 or seat 1 among the winners
+            self._wins[0 if scores[0] > 0 else 1] += 1
         if len(game.versions_seen) > 1:
             self._spanning += 1
         if game.playout:
@@ -400,7 +391,7 @@ class SelfPlayWorker:
             for side in (0, 1):
                 if game.would_resign[side]:
                     self._would_resign += 1
-                    lost = outcome == (-1 if side == 0 else 1)
+                    lost = scores[side] < max(scores)
                     if not lost:
                         self._false_resign += 1
         if not game.pieces:  # ended inside the random opening (tiny boards): nothing to learn
@@ -417,13 +408,11 @@ class SelfPlayWorker:
             pieces=np.stack(game.pieces),
             to_move=game.to_move,
             policies=game.policies,
-            root_value=game.root_value,
-            outcome=outcome,
+            scores=scores,
+            root_shares=np.stack(game.root_shares),
             plies=plies,
             start_pieces=game.start_pieces,
             versions=self._versions,
-            scores=scores,
-            root_shares=np.stack(game.root_shares) if scores is not None else None,
         )
 
     # -- metrics ---------------------------------------------------------------------------------

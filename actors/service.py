@@ -20,8 +20,8 @@ import numpy as np
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig
 from learner.dqn import DQNConfig
-from learner.logs import configure_logging
-from learner.metrics import Metrics
+from plumbing.logs import configure_logging
+from plumbing.metrics import Metrics
 from learner.model import NetworkConfig
 from learner.replay import ReplayLink
 

@@ -1,11 +1,11 @@
-"""ccengine: the Chinese Checkers rules engine (shared/RULES.md), compiled move generator and search.
+"""ccengine: the Chinese Checkers rules engine (docs/RULES.md), compiled move generator and search.
 
 The public facade. The compiled core (``ccengine._core``, Cython) is private: reach its state
 class through :func:`new_state` / :func:`state_class`, which also name the pure-Python
 ``reference`` engine kept as the test oracle.
 """
 
-from .alphabeta import AlphaBetaPlayer  # registers alphabeta
+from .alphabeta import AlphaBetaPlayer
 from .encoding import ENCODINGS, Encoding, PieceTracker, canonical_ids, encoding_for, policy_size
 from .engines import ENGINES, EngineError, new_state, state_class
 from .notation import (
@@ -20,11 +20,11 @@ from .notation import (
     parse_star_path,
     start_position,
 )
-from .players import Player, PlayerSpecError, make_player, player_kinds, register_player
+from .players import Player, PlayerKind, PlayerSpec, PlayerSpecError
 from .reference import IllegalMoveError, ReferenceState, move_path
 from .render import format_move, parse_human_move, render_board, render_position
 from .rules import PASS, PRESET_NAMES, Geometry, Rules, RulesError, StarGeometry, preset
-from .search_player import SearchPlayer  # registers mcts-rollout
+from .search_player import SearchPlayer
 from .symmetry import reflect_moves, reflect_planes, reflect_policy, reflect_position
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "NotationError",
     "PieceTracker",
     "Player",
+    "PlayerKind",
+    "PlayerSpec",
     "PlayerSpecError",
     "Position",
     "ReferenceState",
@@ -53,7 +55,6 @@ __all__ = [
     "format_move",
     "format_position",
     "format_star_path",
-    "make_player",
     "move_path",
     "new_state",
     "parse_compact121",
@@ -61,14 +62,12 @@ __all__ = [
     "parse_move",
     "parse_position",
     "parse_star_path",
-    "player_kinds",
     "policy_size",
     "preset",
     "reflect_moves",
     "reflect_planes",
     "reflect_policy",
     "reflect_position",
-    "register_player",
     "render_board",
     "render_position",
     "start_position",

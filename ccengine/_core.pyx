@@ -2,7 +2,7 @@
 """The compiled Chinese Checkers engine: bitboard move generation, play/undo, perft, batches.
 
 Same rules and the same ``State`` interface as the pure-Python oracle ``ccengine.reference``
-(shared/RULES.md). Boards of up to 64 cells live in one 64-bit word; larger ones (up to
+(docs/RULES.md). Boards of up to 64 cells live in one 64-bit word; larger ones (up to
 11 x 11) in an ``unsigned __int128`` inside the generator and in two words in ``CState``.
 The hot functions (``generate_moves``, ``apply_move``, ``perft_c``) are ``nogil`` C with no
 Python object anywhere; the C interface is declared in ``_core.pxd`` for the tree search.

@@ -29,10 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from .notation import parse_int
-from .players import SeedLike, register_player
+from .players import PlayerKind, SeedLike
 from .rules import PASS, Rules
 
-__all__ = ["DEFAULT_DEPTH", "WEIGHTS_FORMAT", "AlphaBetaPlayer", "SearchOutcome", "read_weights", "weights_document"]
+__all__ = [
+    "ALPHABETA",
+    "DEFAULT_DEPTH",
+    "WEIGHTS_FORMAT",
+    "AlphaBetaPlayer",
+    "SearchOutcome",
+    "read_weights",
+    "weights_document",
+]
 
 Move = tuple[int, int]
 #: Depth of ``alphabeta`` without ``depth=``.
@@ -235,7 +243,8 @@ def read_weights(path: str | Path, rules: Rules) -> list[float]:
     return [float(w) for w in weights]
 
 
-register_player(
+#: The SPEC ``alphabeta:depth=D,...`` (listed in ``learner.players``).
+ALPHABETA = PlayerKind(
     "alphabeta",
     AlphaBetaPlayer,
     options={"depth": _depth, "eval": _evaluation, "weights": str, "tt": _tt_bits, "opponents": _opponents},

@@ -9,10 +9,10 @@ follow RULES.md "Forward distance and the greedy players" (seed section 3.2):
 - ``greedy-stochastic``: ``psi > 0`` moves with probability proportional to ``psi``; with none,
   uniform over all moves.
 
-A SPEC is ``name`` or ``name:key=value,key=value`` (e.g. ``mcts:model=best.pt,sims=200``).
-Other modules add players with :func:`register_player` when they are imported: the search
-module ``mcts-rollout`` (``ccengine`` imports it), ``learner.network_player`` the network player
-``mcts`` and ``learner.dqn_player`` the DQN player ``dqn`` (the rooms above import them).
+A SPEC is ``name`` or ``name:key=value,key=value`` (e.g. ``mcts:model=best.pt,sims=200``). Each
+kind of player is a :class:`PlayerKind` (how to build it, which options it takes) defined beside
+the player; ``learner.players`` lists every kind in one :class:`PlayerRegistry`, the one place a
+SPEC is read. A SPEC is parsed once into a :class:`PlayerSpec`, which builds its player.
 """
 
 from __future__ import annotations
@@ -28,18 +28,19 @@ from .notation import excerpt
 from .rules import PASS, Rules
 
 __all__ = [
+    "GREEDY",
+    "GREEDY_STOCHASTIC",
+    "RANDOM",
     "GreedyPlayer",
     "Player",
     "PlayerKind",
+    "PlayerRegistry",
+    "PlayerSpec",
     "PlayerSpecError",
     "RandomPlayer",
     "SeedLike",
     "StochasticGreedyPlayer",
     "greedy_candidates",
-    "make_player",
-    "parse_spec",
-    "player_kinds",
-    "register_player",
 ]
 
 Move = tuple[int, int]
@@ -198,6 +199,7 @@ class StochasticGreedyPlayer(_SeededPlayer):
 #: ``factory(rules, seed, **options) -> Player``.
 PlayerFactory = Callable[..., Player]
 
+
 @dataclass(frozen=True)
 class PlayerKind:
     """A registered player: how to build it and which ``key=value`` options it takes."""
@@ -209,6 +211,13 @@ class PlayerKind:
     required: frozenset[str] = frozenset()
     description: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.name or any(ch in self.name for ch in ":,= "):
+            raise ValueError(f"player name {self.name!r} must be non-empty without ':', ',', '=' or spaces")
+        missing = sorted(set(self.required) - set(self.options))
+        if missing:
+            raise ValueError(f"required option(s) {missing} of player {self.name!r} are not among its options")
+
     def usage(self) -> str:
         """``name`` or ``name:opt=...,opt=...`` (required options first)."""
         if not self.options:
@@ -216,85 +225,85 @@ class PlayerKind:
         ordered = sorted(self.options, key=lambda o: (o not in self.required, o))
         return f"{self.name}:" + ",".join(f"{o}=..." for o in ordered)
 
-
-_REGISTRY: dict[str, PlayerKind] = {}
-
-
-def register_player(
-    name: str,
-    factory: PlayerFactory,
-    *,
-    options: Mapping[str, Callable[[str], object]] | None = None,
-    required: Sequence[str] = (),
-    description: str = "",
-) -> PlayerKind:
-    """Make ``name`` usable in SPEC strings; re-registering a name replaces it."""
-    if not name or any(ch in name for ch in ":,= "):
-        raise ValueError(f"player name {name!r} must be non-empty without ':', ',', '=' or spaces")
-    opts = dict(options or {})
-    missing = sorted(set(required) - set(opts))
-    if missing:
-        raise ValueError(f"required option(s) {missing} of player {name!r} are not among its options")
-    kind = PlayerKind(name, factory, opts, frozenset(required), description)
-    _REGISTRY[name] = kind
-    return kind
-
-
-def player_kinds() -> dict[str, PlayerKind]:
-    """Every registered player, by name."""
-    return dict(_REGISTRY)
+    def parse(self, spec: str) -> PlayerSpec:
+        """This kind's SPEC ``spec`` with its options parsed and checked (:func:`parse_spec` finds
+        the kind by the SPEC's name)."""
+        name, _, rest = spec.strip().partition(":")
+        options: dict[str, object] = {}
+        valid = ", ".join(sorted(self.options)) or "none"
+        for item in filter(None, (part.strip() for part in rest.split(","))):
+            key, eq, text = item.partition("=")
+            key = key.strip()
+            if not eq:
+                raise PlayerSpecError(f"player option {excerpt(item)} must be key=value; {name} options: {valid}")
+            if key not in self.options:
+                raise PlayerSpecError(f"unknown option {excerpt(key)} for player {name!r}; valid: {valid}")
+            if key in options:
+                raise PlayerSpecError(f"option {key!r} given twice in {excerpt(spec)}")
+            parser = self.options[key]
+            try:
+                options[key] = parser(text.strip())
+            except (TypeError, ValueError) as exc:
+                hint = getattr(parser, "__name__", "a valid value")
+                raise PlayerSpecError(f"option {key}={excerpt(text)} of player {name!r} is not {hint}: {exc}") from None
+        missing = sorted(self.required - set(options))
+        if missing:
+            raise PlayerSpecError(f"player {name!r} needs option(s) {', '.join(missing)}: {self.usage()}")
+        return PlayerSpec(self, options, spec.strip())
 
 
-def _valid_players() -> str:
-    return ", ".join(kind.usage() for kind in player_kinds().values())
+@dataclass(frozen=True)
+class PlayerSpec:
+    """A SPEC parsed once: its kind, its options, and its text (the player's name in results)."""
 
+    kind: PlayerKind
+    options: Mapping[str, object]
+    text: str
 
-def parse_spec(spec: str) -> tuple[PlayerKind, dict[str, object]]:
-    """Split and validate a SPEC: the player kind and its parsed options."""
-    name, _, rest = spec.strip().partition(":")
-    kind = _REGISTRY.get(name)
-    if kind is None:
-        raise PlayerSpecError(f"unknown player {excerpt(name)} in {excerpt(spec)}; valid: {_valid_players()}")
-    options: dict[str, object] = {}
-    valid = ", ".join(sorted(kind.options)) or "none"
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, text = item.partition("=")
-        key = key.strip()
-        if not eq:
-            raise PlayerSpecError(f"player option {excerpt(item)} must be key=value; {name} options: {valid}")
-        if key not in kind.options:
-            raise PlayerSpecError(f"unknown option {excerpt(key)} for player {name!r}; valid: {valid}")
-        if key in options:
-            raise PlayerSpecError(f"option {key!r} given twice in {spec!r}")
-        parser = kind.options[key]
+    def build(self, rules: Rules, seed: SeedLike = None) -> Player:
+        """The player this SPEC names, for games of ``rules``, its random stream from ``seed``."""
         try:
-            options[key] = parser(text.strip())
-        except (TypeError, ValueError) as exc:
-            hint = getattr(parser, "__name__", "a valid value")
-            raise PlayerSpecError(f"option {key}={excerpt(text)} of player {name!r} is not {hint}: {exc}") from None
-    missing = sorted(kind.required - set(options))
-    if missing:
-        raise PlayerSpecError(f"player {name!r} needs option(s) {', '.join(missing)}: {kind.usage()}")
-    return kind, options
+            player = self.kind.factory(rules, seed, **self.options)
+        except (ValueError, FileNotFoundError) as exc:  # a model file that is missing or unfit
+            raise PlayerSpecError(f"player {excerpt(self.text)}: {exc}") from None
+        # The name is the SPEC so that results say exactly what played (options included).
+        try:
+            player.name = self.text
+        except AttributeError:
+            pass  # a plug-in with a read-only name keeps its own
+        return player
 
 
-def make_player(spec: str, rules: Rules, seed: SeedLike = None) -> Player:
-    """Build the player a SPEC names, for games of ``rules``, its random stream from ``seed``."""
-    kind, options = parse_spec(spec)
-    try:
-        player = kind.factory(rules, seed, **options)
-    except (ValueError, FileNotFoundError) as exc:  # a model file that is missing or unfit
-        raise PlayerSpecError(f"player {spec!r}: {exc}") from None
-    # The name is the SPEC so that results say exactly what played (options included).
-    try:
-        player.name = spec.strip()
-    except AttributeError:
-        pass  # a plug-in with a read-only name keeps its own
-    return player
+class PlayerRegistry:
+    """The players a SPEC can name (``learner.players.PLAYERS`` lists every kind in one place)."""
+
+    def __init__(self, kinds: Sequence[PlayerKind]) -> None:
+        names = [kind.name for kind in kinds]
+        if len(set(names)) != len(names):
+            raise ValueError(f"player names repeat: {names}")
+        self.kinds: dict[str, PlayerKind] = {kind.name: kind for kind in kinds}
+
+    def usage(self) -> str:
+        """Every kind with its options, for error texts."""
+        return ", ".join(kind.usage() for kind in self.kinds.values())
+
+    def parse(self, spec: str) -> PlayerSpec:
+        """Split and validate a SPEC (nothing is built): :class:`PlayerSpecError` names the problem."""
+        if not isinstance(spec, str):
+            raise PlayerSpecError(f"a player SPEC is a string, not {type(spec).__name__}")
+        name = spec.strip().partition(":")[0]
+        kind = self.kinds.get(name)
+        if kind is None:
+            raise PlayerSpecError(f"unknown player {excerpt(name)} in {excerpt(spec)}; valid: {self.usage()}")
+        return kind.parse(spec)
+
+    def make(self, spec: str, rules: Rules, seed: SeedLike = None) -> Player:
+        """Build the player a SPEC names, for games of ``rules``, its random stream from ``seed``."""
+        return self.parse(spec).build(rules, seed)
 
 
-register_player("random", RandomPlayer, description="uniform over the legal moves")
-register_player("greedy", GreedyPlayer, description="largest forward distance, ties to the last checker")
-register_player(
+RANDOM = PlayerKind("random", RandomPlayer, description="uniform over the legal moves")
+GREEDY = PlayerKind("greedy", GreedyPlayer, description="largest forward distance, ties to the last checker")
+GREEDY_STOCHASTIC = PlayerKind(
     "greedy-stochastic", StochasticGreedyPlayer, description="forward moves with probability proportional to psi"
 )

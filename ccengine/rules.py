@@ -1,4 +1,4 @@
-"""The rules object, its presets and the board geometries (shared/RULES.md).
+"""The rules object, its presets and the board geometries (docs/RULES.md).
 
 A board is a *geometry*: the ``n x n`` rhombus (:class:`Geometry`) or the 121-hole star
 (:class:`ccengine.star.StarGeometry`); both give cells, neighbours by direction, homes and goals
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .fields import FieldError, build_config, check_fields, checked
+from plumbing.fields import FieldError, build_config, check_fields, checked
 from .star import SEATS, StarGeometry
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "STAR_N",
     "StarGeometry",
     "preset",
+    "presets_markdown",
     "presets_text",
 ]
 
@@ -262,16 +263,20 @@ _STAR = (("board", "star"), ("n", STAR_N), ("k", STAR_K), ("goal_lock", "chain")
 #: Every preset, in the order the CLI, the web page and the docs list them: the single source of
 #: their names, options and descriptions.
 PRESETS: tuple[Preset, ...] = (
-    Preset("cc49", "the seed paper's 7 x 7 board with standard rules (the default)", (("n", 7), ("k", 6))),
-    Preset("paper", "the seed paper's own rules: mirror hops, all own pieces home, 100 plies",
+    Preset("cc49", "the seed paper's 7 x 7 board with hopzero's default rules (the default preset)",
+           (("n", 7), ("k", 6))),
+    Preset("paper", "the seed paper's own rules, for reproducing it",
            (("n", 7), ("k", 6), ("hops", "mirror"), ("win_rule", "all_own"), ("max_plies", 100))),
-    Preset("cc81", "a 9 x 9 board with 10 pieces a side", (("n", 9), ("k", 10))),
+    Preset("cc81", "the two-player game of the star without its four side points", (("n", 9), ("k", 10))),
     Preset("star2", "the 121-hole star for two, as the CCERL rating list plays it (CCERL-2P10-v2)",
            (*_STAR, ("equal_turn", True), ("max_plies", 240))),
-    Preset("star3", "the 121-hole star for three", (*_STAR, ("players", 3), ("max_plies", 600))),
-    Preset("star4", "the 121-hole star for four", (*_STAR, ("players", 4), ("max_plies", 700))),
-    Preset("star6", "the 121-hole star for six", (*_STAR, ("players", 6), ("max_plies", 900))),
-    Preset(SMALL_FAMILY, "small boards for tests and solved games", ()),
+    Preset("star3", "the star for three: the game ends at the end of a round", (*_STAR, ("players", 3),
+                                                                                ("max_plies", 600))),
+    Preset("star4", "the star for four: the game ends at the end of a round", (*_STAR, ("players", 4),
+                                                                               ("max_plies", 700))),
+    Preset("star6", "the star for six: the game ends at the end of a round", (*_STAR, ("players", 6),
+                                                                              ("max_plies", 900))),
+    Preset(SMALL_FAMILY, "boards small enough to solve exactly", ()),
 )
 _BY_NAME = {p.name: p for p in PRESETS}
 
@@ -283,6 +288,17 @@ def presets_text() -> str:
     """The presets in one line, for help and error texts."""
     return ", ".join(f"{SMALL_FAMILY} (N {_SMALL_SIDES[0]}..{_SMALL_SIDES[-1]}, k {', '.join(map(str, _SMALL_PIECES))})"
                      if n == SMALL_FAMILY else n for n in PRESET_NAMES)
+
+
+def presets_markdown() -> str:
+    """The presets as a Markdown table (docs/RULES.md holds this table; a test keeps it so)."""
+    head = "| preset | board | players | pieces each | rules | move limit | what it is |"
+    rows = [head, "|---|---|---|---|---|---|---|"]
+    for p in PRESETS:
+        r = p.row()
+        rows.append(f"| `{r['name']}` | {r['board']} | {r['players']} | {r['pieces']} | {r['rules']} | "
+                    f"{r['limits']} | {r['summary']} |")
+    return "\n".join(rows) + "\n"
 
 
 def preset(name: str) -> Rules:
@@ -306,12 +322,13 @@ def _words(numbers: tuple[int, ...]) -> str:
 
 
 def _board_words(rules: Rules) -> str:
-    return "121-hole star" if rules.is_star else f"{rules.n} x {rules.n} rhombus"
+    return "121-hole star" if rules.is_star else f"{rules.n} x {rules.n} rhombus, {rules.cells} cells"
 
 
 def _rule_words(rules: Rules) -> str:
     """The rules that set a preset apart, in words."""
-    words = [f"{rules.hops} hops", "goal filled" if rules.win_rule == "filled" else "all own pieces home"]
+    filled = "goal filled (or the anti-block rule)" if rules.is_star else "goal filled"
+    words = [f"{rules.hops} hops", filled if rules.win_rule == "filled" else "all own pieces home"]
     if rules.goal_lock == "chain":
         words.append("chain goal lock")
     if rules.repetition:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ._core import RulesTables, State, tables_for
 from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, RolloutEvaluator, SearchForest, canonical_pieces
-from .fields import FieldError, build_config, check_fields, checked
+from plumbing.fields import FieldError, build_config, check_fields, checked
 from .rules import PASS, Rules
 
 __all__ = [

@@ -19,11 +19,11 @@ import numpy as np
 
 from .encoding import PieceTracker
 from .notation import parse_int, parse_positive_float
-from .players import SeedLike, register_player
+from .players import PlayerKind, SeedLike
 from .rules import PASS, Rules
 from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
 
-__all__ = ["OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive"]
+__all__ = ["MCTS_ROLLOUT", "OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive"]
 
 Move = tuple[int, int]
 
@@ -82,7 +82,7 @@ class SearchPlayer:
         evaluator: Evaluator | Callable[[int], Evaluator],
         *,
         simulations: int,
-        c_puct: float = 3.5,
+        c_puct: float | None = None,
         history: int = 1,
         solver: bool = False,
         greedy_opponent: bool = False,
@@ -94,7 +94,8 @@ class SearchPlayer:
         (rollouts), rebuilt from the player's seed at every ``reset(seed)``. ``model_opponent``
         needs an evaluator with an opponent model (``SearchConfig.model_opponent``). ``reuse``:
         keep the searched subtree of the moves played since this player's last search (the
-        SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew."""
+        SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew.
+        ``c_puct``: the exploration constant, ``SearchConfig``'s default when None."""
         if history < 1:
             raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
@@ -102,11 +103,10 @@ class SearchPlayer:
         self._factory = None if hasattr(evaluator, "evaluate") else evaluator
         self.simulations = simulations
         self.history = history
-        self.config = SearchConfig(
-            num_simulations=simulations, c_puct=c_puct, solver=solver, greedy_opponent=greedy_opponent,
-            model_opponent=model_opponent,
-        ).for_evaluation().replace(reuse_tree=reuse)
-        self._search = BatchedSearch(rules, 1, self.config, history=history)
+        settings = dict(num_simulations=simulations, solver=solver, greedy_opponent=greedy_opponent,
+                        model_opponent=model_opponent, **({} if c_puct is None else {"c_puct": c_puct}))
+        self.config = SearchConfig(**settings).for_evaluation().replace(reuse_tree=reuse)
+        self._search = self.new_batch(1)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
         #: Counters over the player's life, its own searches and a match's batches alike (for
         #: throughput figures): leaves evaluated (evaluator rows), evaluator calls, moves searched.
@@ -122,10 +122,23 @@ class SearchPlayer:
         return self._factory is None
 
     def count(self, *, batches: int, positions: int, searches: int) -> None:
-        """Add to the counters (a match that searched with this player's evaluator says so)."""
+        """Add to the counters."""
         self.batches += batches
         self.positions += positions
         self.searches += searches
+
+    def new_batch(self, games: int) -> BatchedSearch:
+        """A search of this player's settings over ``games`` trees: a match searches the games
+        waiting on this player together with it (:meth:`search_batch`)."""
+        return BatchedSearch(self.rules, games, self.config, history=self.history)
+
+    def search_batch(self, search: BatchedSearch, slots: list[int]) -> list[SearchResult | None]:
+        """Search the trees ``slots`` of ``search`` (roots set by the caller) with this player's
+        evaluator, all together; the results by slot, counted in this player's counters."""
+        rounds, leaves = search.rounds, search.leaves
+        results = search.search(self.evaluator, slots)
+        self.count(batches=search.rounds - rounds, positions=search.leaves - leaves, searches=len(slots))
+        return results
 
     def reset(self, seed: SeedLike = None) -> None:
         """A new game; with a seed, the player's random streams restart from it."""
@@ -236,7 +249,7 @@ def _rollout_player(
     eps: float = 0.1,
     temp: float = 1.0,
     decisive: bool = False,
-    c: float = 3.5,
+    c: float | None = None,
     solver: bool = False,
     opponent: str = "any",
     reuse: bool = False,
@@ -306,7 +319,8 @@ def flag(text: str) -> bool:
 flag.__name__ = "a flag (1/0)"
 
 
-register_player(
+#: The SPEC ``mcts-rollout:sims=S,...`` (listed in ``learner.players``).
+MCTS_ROLLOUT = PlayerKind(
     "mcts-rollout",
     _rollout_player,
     options={

@@ -161,19 +161,19 @@ def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
 
 
 def seat_reflection(rules: Rules) -> np.ndarray | None:
-    """Three or more players: how the reflection permutes the seats in the mover's frame.
+    """How the reflection permutes the seats in the mover's frame.
 
     The ``general`` encoding of three or more players turns the board so that the mover sits at
     the north point; the reflection about the north-south axis keeps the mover there and maps
     point ``x`` to ``-x`` (mod 6). Returns ``perm`` (int64 ``[P]``): the player ``i`` seats after
     the mover (``i = 0``: the mover) sits, reflected, where the player ``perm[i]`` seats after
     the mover sat, the same for every mover: star3 ``[0, 2, 1]``, star6 ``[0, 5, 4, 3, 2, 1]``.
-    None when the reflection does not map the seating onto itself for every mover (star4: the
-    seats 0, 1, 3, 4 seen from seat 0 are points 1, 3, 4 after it, reflected 5, 3, 2) or for
-    two players (whose reflection is the one above: no seat moves).
+    Two players: ``[0, 1]``, no seat moves. None when the reflection does not map the seating onto
+    itself for every mover (star4: the seats 0, 1, 3, 4 seen from seat 0 are points 1, 3, 4 after
+    it, reflected 5, 3, 2).
     """
-    if rules.players == 2 or not rules.is_star:
-        return None
+    if not rules.is_star:  # the rhombus's reflection maps each home onto itself
+        return np.arange(rules.players, dtype=np.int64)
     seats = rules.geometry.seats
     players = len(seats)
     perms = set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ccengine.fields import check_fields, checked
+from plumbing.fields import check_fields, checked
 
 from .gating import GateConfig
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from learner.run_files import atomic_write_text
+from plumbing.run_files import atomic_write_text
 
 __all__ = ["EloLadder", "MatchRecord", "Rating", "elo_from_score", "score_from_elo"]
 
@@ -105,10 +105,6 @@ class EloLadder:
         rec = MatchRecord(str(a), str(b), int(wins), int(draws), int(losses))
         self.matches.append(rec)
         return rec
-
-    def record_match(self, result: Any, a: str | None = None, b: str | None = None) -> MatchRecord:
-        """Record an ``evaluator.arena.MatchResult`` (names default to its player SPECs)."""
-        return self.record(a or result.a, b or result.b, result.a_wins, result.draws, result.b_wins)
 
     @property
     def players(self) -> list[str]:

@@ -1,7 +1,7 @@
 """Promotions: the run's "best model" pointer changed atomically, and their history.
 
-The pointer ``<run_dir>/best.json`` and its readers live in :mod:`learner.run_files`. A
-promotion writes the new pointer with :func:`learner.run_files.atomic_write_text` (temporary
+The pointer ``<run_dir>/best.json`` and its readers live in :mod:`plumbing.run_files`. A
+promotion writes the new pointer with :func:`plumbing.run_files.atomic_write_text` (temporary
 file, fsync, ``os.replace``, fsync of the directory), under a lock on the run directory.
 
 Each promotion is then appended to ``<run_dir>/promotions.jsonl`` (one JSON object a line). The
@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from learner.run_files import BEST_FILE, BestModel, PromotionError, atomic_write_text, read_pointer, sha256_file
+from plumbing.run_files import BEST_FILE, BestModel, PromotionError, atomic_write_text, read_pointer, sha256_file
 
 try:  # POSIX: serialise promoters of one run directory (the evaluator, a person by hand).
     import fcntl

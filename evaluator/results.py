@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .arena import MatchResult, MultiMatchResult
+from .arena import MatchResult
 from .elo import EloLadder
 
-__all__ = ["FORMAT", "ResultsError", "append_result", "multi_result_lines", "pairing_line", "read_results",
-           "result_line", "results_table"]
+__all__ = ["FORMAT", "ResultsError", "append_result", "pairing_line", "read_results", "result_lines",
+           "results_table"]
 
 FORMAT = "hopzero.match-result"
 SCHEMA = 1
@@ -37,15 +37,10 @@ class ResultsError(ValueError):
     """A results file that cannot be read, or a line that is not a match result."""
 
 
-def result_line(match: MatchResult, software: dict[str, str]) -> dict[str, Any]:
-    """The line of ``match`` (see the module docstring)."""
-    return pairing_line(match.preset, match.a, match.b, (match.a_wins, match.draws, match.b_wins),
-                        seed=match.seed, random_opening=match.random_opening, software=software)
-
-
-def multi_result_lines(match: MultiMatchResult, software: dict[str, str]) -> list[dict[str, Any]]:
-    """The lines of an N-player match: one per two players of different names, their pairwise
-    comparisons (``MultiMatchResult.pairwise``: who scored more in each game) as the games."""
+def result_lines(match: MatchResult, software: dict[str, str]) -> list[dict[str, Any]]:
+    """The lines of a match: one per two players of different names, their pairwise comparisons
+    (``MatchResult.pairwise``: who scored more in each game) as the games; for two players, A's
+    wins, draws and losses against B."""
     lines = []
     n = len(match.players)
     for i in range(n):
@@ -69,10 +64,10 @@ def pairing_line(preset: str, a: str, b: str, record: tuple[int, int, int], *, s
     }
 
 
-def append_result(path: str | os.PathLike[str], line: dict[str, Any]) -> None:
-    """Append ``line`` to the results file ``path`` (created if missing) as one write of one line,
-    so matches appending to one file at once do not mix their lines."""
-    data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
+def append_result(path: str | os.PathLike[str], *lines: dict[str, Any]) -> None:
+    """Append ``lines`` to the results file ``path`` (created if missing) as one write, so
+    matches appending to one file at once do not mix their lines."""
+    data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines).encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, data)

@@ -31,19 +31,19 @@ import numpy as np
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig
 from learner.dqn_player import dqn_player_from_weights
-from learner.logs import configure_logging
-from learner.metrics import Metrics
+from plumbing.logs import configure_logging
+from plumbing.metrics import Metrics
 from learner.model import NetworkConfig
 from learner.model_files import ALGOS, promoted_model_path, read_model_file, save_promoted_model
 from learner.network_player import network_player_from_weights
 from learner.records import versions_now
-from learner.run_files import append_jsonl, read_best, read_jsonl
+from plumbing.run_files import append_jsonl, read_best, read_jsonl
 
-from .arena import play_match, play_multi_match
+from .arena import play_match
 from .config import EvaluationConfig
 from .elo import EloLadder
 from .game_log import add_match_games
-from .gating import Gate, GateResult, MultiGate
+from .gating import Gate, GateResult
 from .promotion import log_promotion, promote, write_pointer
 
 __all__ = ["EvaluatorService"]
@@ -202,53 +202,31 @@ class EvaluatorService:
         return int(np.random.SeedSequence([self.seed, 7, self._matches, time.time_ns()]).generate_state(1)[0])
 
     def _gate(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
-        """Play the candidate against the best; returns the best after the verdict."""
-        (cv, cw), (bv, bw) = candidate, best
-        if self.rules.players > 2:
-            return self._gate_multi(candidate, best)
-        gate = Gate(self.evaluation.gate)
-        match = play_match(
-            self.rules,
-            self.player(cw, f"v{cv}"),
-            self.player(bw, f"v{bv}"),
-            games=gate.config.games,
-            seed=self._seed(),
-            parallel=self.evaluation.parallel_games,
-            on_game=lambda pair, game, result: gate.record(pair, game, result),
-            should_stop=lambda: gate.finished or self._stop.is_set(),
-            keep_moves=True,
-        )
-        result = gate.result()
-        if result.decision == "continue":
-            return best  # stopped midway: no verdict to record
-        self._keep_games(match, "gate", (cv, bv))
-        return self._judge(self._gate_entry(cv, bv, result, match.mean_plies), cw, best)
-
-    def _gate_multi(self, candidate: tuple[int, Weights], best: tuple[int, Weights]) -> tuple[int, Weights]:
-        """The N-player gate (:class:`evaluator.gating.MultiGate`): the candidate against N-1 copies
-        of the best (one player object: its searches are batched together), every seat rotation."""
+        """Play the candidate against N-1 copies of the best (one player object: its searches are
+        batched together), every seat rotation; returns the best after the verdict."""
         (cv, cw), (bv, bw) = candidate, best
         n = self.rules.players
-        gate = MultiGate(self.evaluation.gate, n)
+        gate = Gate(self.evaluation.gate, n)
         best_player = self.player(bw, f"v{bv}")
-        match = play_multi_match(
-            self.rules, [self.player(cw, f"v{cv}")] + [best_player] * (n - 1), games=gate.games, seed=self._seed(),
+        match = play_match(
+            self.rules, self.player(cw, f"v{cv}"), *[best_player] * (n - 1), games=gate.games, seed=self._seed(),
             parallel=self.evaluation.parallel_games, on_game=gate.record,
-            should_stop=lambda: gate.finished or self._stop.is_set(),
+            should_stop=lambda: gate.finished or self._stop.is_set(), keep_moves=True,
         )
         result = gate.result()
         if result.decision == "continue":
             return best  # stopped midway: no verdict to record
-        entry = self._gate_entry(cv, bv, result, match.mean_plies, players=n, counts="pairwise comparisons")
-        return self._judge(entry, cw, best)
+        self._keep_games(match, "gate", (cv, *[bv] * (n - 1)))
+        return self._judge(self._gate_entry(cv, bv, result, match.mean_plies), cw, best)
 
-    def _gate_entry(self, cv: int, bv: int, result: GateResult, mean_plies: float, **extra: Any) -> dict[str, Any]:
-        """The gate's line in ``evaluations.jsonl`` (kind ``gate``)."""
+    def _gate_entry(self, cv: int, bv: int, result: GateResult, mean_plies: float) -> dict[str, Any]:
+        """The gate's line in ``evaluations.jsonl`` (kind ``gate``; wins, draws and losses count
+        the candidate's comparisons with each copy of the best)."""
         return {
             "kind": "gate", "wall": time.time(), "candidate": cv, "best": bv, "score": float(result.score),
             "wins": result.wins, "draws": result.draws, "losses": result.losses, "games": result.games,
             "decision": result.decision, "reason": result.reason, "mean_plies": mean_plies,
-            "simulations": self.evaluation.simulations, **extra,
+            "simulations": self.evaluation.simulations, "players": self.rules.players,
         }
 
     def _judge(self, entry: dict[str, Any], weights: Weights, best: tuple[int, Weights]) -> tuple[int, Weights]:
@@ -396,60 +374,22 @@ class EvaluatorService:
         return version, weights
 
     def _against_greedy(self, version: int, weights: Weights) -> None:
-        cfg = self.evaluation
-        if self.rules.players > 2:
-            self._against_greedy_multi(version, weights)
-            return
-        match = play_match(
-            self.rules,
-            self.player(weights, f"v{version}"),
-            "greedy",
-            games=cfg.greedy_games,
-            seed=self._seed(),
-            parallel=cfg.parallel_games,
-            should_stop=self._stop.is_set,
-            keep_moves=True,
-        )
-        if match.games < cfg.greedy_games:
-            return  # stopped midway: not a measurement
-        self._measured = version
-        name = f"v{version}"
-        self.ladder.record_match(match, a=name, b="greedy")
-        self.ladder.save(self.run_dir / "elo.json")
-        elo = self.ladder.ratings().get(name, 0.0)
-        score = (match.a_wins + 0.5 * match.draws) / match.games
-        entry = {
-            "kind": "greedy", "wall": time.time(), "version": version, "score": score, "wins": match.a_wins,
-            "draws": match.draws, "losses": match.b_wins, "games": match.games, "elo": elo,
-            "simulations": cfg.simulations if self.algo != "dqn" else 0, "mean_plies": match.mean_plies,
-            "player": "dqn" if self.algo == "dqn" else "mcts",
-        }
-        append_jsonl(self.run_dir / "evaluations.jsonl", entry)
-        self._keep_games(match, "greedy", (version, None))
-        self.vs_greedy = entry
-        self.metrics.set("hopzero_winrate_vs_greedy", score)
-        self.metrics.set("hopzero_elo", elo)
-        log.info("v%d against greedy: %.1f%% (%d games), Elo %.0f", version, 100 * score, match.games, elo)
-
-    def _against_greedy_multi(self, version: int, weights: Weights) -> None:
-        """N players: the best against N-1 greedy players, every seat rotation, ``greedy_games``
-        rounded up to whole sets. ``score`` is its mean entry of the result vector (a fair share is
-        1/N), ``win_rate`` the games it won (alone or sharing the win); the ladder takes the
-        pairwise comparisons with the greedy players (docs/TRAINING.md)."""
+        """The best against N-1 greedy players, every seat rotation, ``greedy_games`` rounded up to
+        whole sets. ``score`` is its mean entry of the result vector (a fair share is 1/N; two
+        players: wins and half the draws), ``win_rate`` the games it won (alone or sharing the
+        win); the ladder takes its comparisons with the greedy players (docs/TRAINING.md)."""
         cfg = self.evaluation
         n = self.rules.players
         games = -(-cfg.greedy_games // n) * n
-        match = play_multi_match(self.rules, [self.player(weights, f"v{version}")] + ["greedy"] * (n - 1),
-                                 games=games, seed=self._seed(), parallel=cfg.parallel_games,
-                                 should_stop=self._stop.is_set)
+        match = play_match(self.rules, self.player(weights, f"v{version}"), *["greedy"] * (n - 1), games=games,
+                           seed=self._seed(), parallel=cfg.parallel_games, should_stop=self._stop.is_set,
+                           keep_moves=True)
         if match.games < games:
             return  # stopped midway: not a measurement
         self._measured = version
         name = f"v{version}"
-        wins = draws = losses = 0
-        for k in range(1, n):
-            w, d, lost = match.pairwise(0, k)
-            wins, draws, losses = wins + w, draws + d, losses + lost
+        comparisons = [match.pairwise(0, k) for k in range(1, n)]
+        wins, draws, losses = (sum(c[i] for c in comparisons) for i in range(3))
         self.ladder.record(name, "greedy", wins, draws, losses)
         self.ladder.save(self.run_dir / "elo.json")
         elo = self.ladder.ratings().get(name, 0.0)
@@ -459,16 +399,18 @@ class EvaluatorService:
             "win_rate": mine.wins / match.games, "fair_share": 1 / n, "wins": mine.wins, "draws": mine.draws,
             "losses": match.games - mine.wins - mine.draws, "games": match.games,
             "pairwise": {"wins": wins, "draws": draws, "losses": losses}, "elo": elo, "players": n,
-            "simulations": cfg.simulations, "mean_plies": match.mean_plies, "player": "mcts",
+            "simulations": cfg.simulations if self.algo != "dqn" else 0, "mean_plies": match.mean_plies,
+            "player": "dqn" if self.algo == "dqn" else "mcts",
         }
         append_jsonl(self.run_dir / "evaluations.jsonl", entry)
+        self._keep_games(match, "greedy", (version, *[None] * (n - 1)))
         self.vs_greedy = entry
-        self.metrics.set("hopzero_winrate_vs_greedy", mine.wins / match.games)
+        self.metrics.set("hopzero_winrate_vs_greedy", mine.mean_score)
         self.metrics.set("hopzero_elo", elo)
         log.info("v%d against %d greedy: mean score %.3f, won %.1f%% (%d games), Elo %.0f", version, n - 1,
                  mine.mean_score, 100 * mine.wins / match.games, match.games, elo)
 
-    def _keep_games(self, match: Any, kind: str, versions: tuple[int | None, int | None]) -> None:
+    def _keep_games(self, match: Any, kind: str, versions: tuple[int | None, ...]) -> None:
         """Keep the games of a finished match (``games.jsonl``) for the run view to replay."""
         add_match_games(self.run_dir, self.rules, match, kind=kind, model_versions=versions,
                         config_hash=self.config_hash, software=self._software)

@@ -1,27 +1,26 @@
 """Round-robin tournaments between players and the rating ladder they give (``hopzero tournament``).
 
-Every pair of players plays a match of ``games`` games under the seed's protocol
-(``evaluator.arena.play_match``): colour-swapped pairs of games that share a random opening, so
-each player meets every opening from both seats. Pair ``(i, j)`` of the player list plays with
-the seed ``SeedSequence([seed, i, j])``, so a tournament is reproducible from its seed, and a pair's
-games do not depend on the other pairs.
+On a game of N players (two are N = 2), every N-player subset of the players (a *group*, in the
+order of ``itertools.combinations`` over the player list; for two players, every pair) plays a
+match of ``games`` games under the seed's protocol (``evaluator.arena.play_match``: a multiple of
+N, whole sets of every seat rotation sharing a random opening, so each player meets every opening
+from every seat) with the seed ``SeedSequence([seed, i, j, ...])`` of its players' indices: a
+tournament is reproducible from its seed, and a group's games do not depend on the other groups.
+
+A game gives N(N-1)/2 pairwise comparisons of finishing order: the player with the larger entry
+of the result vector wins, equal entries (both lost, both shared the win, a draw) draw; for two
+players that is the game itself. Those comparisons, summed over the groups, are the "games"
+between two players that the ladder fits (and that the standings' games and score count); with
+three or more players a player's comparisons within one game are not independent, so the
+intervals are narrower than the evidence warrants.
 
 Results are appended to a JSONL file as each game finishes: a header line (the format tag, the
-preset, the players, the games per pair, the seed, the opening length, the versions), then one
-line per game ``{"a", "b", "index", "a_result"}``. Run again with the same file, a tournament
-plays only the games the file lacks; a header that does not match the command is refused, and a
-line torn by a crash is dropped before anything is appended.
-
-N players (``star3``, ``star4``, ``star6``): every N-player subset of the players (a *group*,
-in the order of ``itertools.combinations`` over the player list) plays a match of ``games`` games
-(a multiple of N: whole sets of every seat rotation, ``evaluator.arena.play_multi_match``) with
-the seed ``SeedSequence([seed, i, j, ...])`` of its players' indices. A game gives N(N-1)/2
-pairwise comparisons of finishing order: the player with the larger entry of the result vector
-wins, equal entries (both lost, both shared the win, a draw) draw. Those comparisons, summed
-over the groups, are the "games" between two players that the ladder fits (and that the
-standings' games and score count); a player's comparisons within one game are not independent,
-so the intervals are narrower than the evidence warrants. The results file's lines are then
-``{"group": [SPECs], "index", "scores": [result vector by the group's player]}``.
+preset, the players, the games per group, the seed, the opening length, the versions), then one
+line per game ``{"group": [SPECs], "index", "scores": [result vector by the group's player]}``
+(files written before by two-player tournaments hold ``{"a", "b", "index", "a_result"}`` lines,
+read the same). Run again with the same file, a tournament plays only the games the file lacks; a
+header that does not match the command is refused, and a line torn by a crash is dropped before
+anything is appended.
 
 Ratings: the Bradley-Terry fit of ``evaluator.elo.EloLadder`` on the Elo scale (a draw half a
 win), anchored at ``random`` = 0 as CCERL anchors its list (at the first player when ``random``
@@ -50,11 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.players import parse_spec
+from learner.players import parse_spec
 from ccengine.rules import Rules
 from learner.records import versions_now
 
-from .arena import play_match, play_multi_match
+from .arena import play_match
 from .elo import EloLadder, MatchRecord, Rating
 from .results import pairing_line
 
@@ -95,24 +94,18 @@ class TournamentResult:
     seed: int
     anchor: str
     pairs: tuple[MatchRecord, ...]
-    """Each pair's games from the side of its player listed first."""
+    """Each pair's comparisons (two players: games) from the side of its player listed first."""
     standings: tuple[Standing, ...]
     """Best first."""
-    groups_complete: bool | None = None
-    """N players: whether every group played all its games (None: two players, see ``pairs``)."""
-
-    @property
-    def complete(self) -> bool:
-        if self.groups_complete is not None:
-            return self.groups_complete
-        return all(p.games == self.games_per_pair for p in self.pairs)
+    complete: bool = False
+    """Whether every group played all its games."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "preset": self.preset, "players": list(self.players), "games_per_pair": self.games_per_pair,
             "seed": self.seed, "anchor": self.anchor, "complete": self.complete,
             "pairs": [asdict(p) for p in self.pairs], "standings": [asdict(s) for s in self.standings],
-            **({} if self.groups_complete is None else {"pairs_count": "pairwise comparisons"}),
+            "pairs_count": "pairwise comparisons",
         }
 
     def markdown(self) -> str:
@@ -133,8 +126,8 @@ class TournamentResult:
         """The ladder for the terminal."""
         width = max(len(_label(s)) for s in self.standings)
         rel = "greedy" in self.players
-        unit = "a pair" if self.groups_complete is None else "a group (ladder: pairwise comparisons)"
-        lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games {unit}"
+        lines = [f"{self.preset}: {len(self.players)} players, {self.games_per_pair} games a group (ladder: pairwise "
+                 "comparisons)"
                  + ("" if self.complete else " (incomplete)") + f"; Elo with {self.anchor} = 0, 95% interval"]
         for k, s in enumerate(self.standings, 1):
             vs = f"  greedy{s.vs_greedy:+6.0f}" if rel and s.vs_greedy is not None else ""
@@ -180,8 +173,9 @@ def _published_standing(label: str, record: tuple[int, int, int], greedy: Rating
 class Tournament:
     """A round robin of ``players`` (SPECs) on ``rules``, its games logged to ``path``.
 
-    ``games``: per pair, even (colour-swapped pairs). ``parallel``: games in flight in one
-    process (a search side's waiting games are searched together); ``workers``: or processes.
+    ``games``: per group, a multiple of the players a game seats (every seat rotation).
+    ``parallel``: games in flight in one process (a search side's waiting games are searched
+    together); ``workers``: or processes.
     ``references``: published records against greedy to show on the ladder (``LABEL=W-D-L``).
     """
 
@@ -196,13 +190,12 @@ class Tournament:
         for spec in players:
             parse_spec(spec)  # a bad SPEC fails before any game (PlayerSpecError)
         self.n = rules.players
-        if self.n == 2 and (games < 2 or games % 2):
-            raise TournamentError(f"games={games}: give an even number >= 2 (colour-swapped pairs)")
-        if self.n > 2 and (games < self.n or games % self.n):
+        if games < self.n or games % self.n:
             raise TournamentError(f"games={games}: give a multiple of {self.n} (every seat rotation of {rules.name})")
         if len(players) < self.n:
             raise TournamentError(f"{rules.name} seats {self.n} players; give at least {self.n}")
         self.references = [parse_reference(r) for r in references or []]
+        # A published record is a two-player figure: one player's wins, draws and losses against greedy.
         if self.references and (self.n != 2 or "greedy" not in players):
             raise TournamentError("a published reference is a record against greedy: give it to a two-player "
                                   "tournament in which greedy plays")
@@ -228,9 +221,8 @@ class Tournament:
         return tuple(header.get(k) for k in ("format", "preset", "players", "games", "seed", "random_opening"))
 
     def load(self) -> dict[tuple[str, ...], dict[int, Any]]:
-        """The finished games in the file by pair: ``{(a, b): {index: a_result}}`` (N players: by
-        group, ``{(a, b, c, ...): {index: scores}}``). Starts the file (its header) when there is
-        none; drops a torn last line."""
+        """The finished games in the file by group: ``{(a, b, ...): {index: scores}}``. Starts the
+        file (its header) when there is none; drops a torn last line."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(json.dumps(self.header()) + "\n", encoding="utf-8")
@@ -264,64 +256,37 @@ class Tournament:
             done.setdefault(key, {})[index] = result
         return done
 
-    def _row(self, row: dict[str, Any]) -> tuple[tuple[str, ...], int, Any]:
-        """A results line's group, game index and result; ``ValueError`` for anything else."""
-        if self.n == 2:
+    def _row(self, row: dict[str, Any]) -> tuple[tuple[str, ...], int, tuple[float, ...]]:
+        """A results line's group, game index and result vector; ``ValueError`` for anything else."""
+        if "a_result" in row:  # a line of a two-player tournament written before: A's +1 / 0 / -1
             result = int(row["a_result"])
             if result not in (-1, 0, 1):
                 raise ValueError("a_result")
-            return (row["a"], row["b"]), int(row["index"]), result
+            return (row["a"], row["b"]), int(row["index"]), ((1 + result) / 2, (1 - result) / 2)
         scores = tuple(float(x) for x in row["scores"])
         if len(scores) != self.n or not all(0.0 <= x <= 1.0 for x in scores) or not math.isclose(sum(scores), 1.0):
             raise ValueError("scores")
         return tuple(row["group"]), int(row["index"]), scores
 
     def groups(self) -> list[tuple[str, ...]]:
-        """Every group of players that plays a match, in the order they are played: the pairs for
-        two players, every N-player subset for N."""
+        """Every group of players that plays a match, in the order they are played: every
+        N-player subset (for two players, every pair)."""
         return list(itertools.combinations(self.players, self.n))
 
     def pairs(self) -> list[tuple[str, str]]:
-        """Every pair, in the order they are played."""
-        n = len(self.players)
-        return [(self.players[i], self.players[j]) for i in range(n) for j in range(i + 1, n)]
+        """Every pair of players, in the player list's order."""
+        return list(itertools.combinations(self.players, 2))
 
-    def pair_seed(self, a: str, b: str) -> int:
-        i, j = self.players.index(a), self.players.index(b)
-        return int(np.random.SeedSequence([self.seed, i, j]).generate_state(1)[0])
+    def group_seed(self, group: tuple[str, ...]) -> int:
+        """The seed of ``group``'s match: its players' indices under the tournament's seed."""
+        return int(np.random.SeedSequence([self.seed, *(self.players.index(p) for p in group)]).generate_state(1)[0])
 
     # ---- playing ----------------------------------------------------------------------------------
 
-    def run(self, on_game: Callable[..., Any] | None = None) -> TournamentResult:
+    def run(self, on_game: Callable[[tuple[str, ...], int, tuple[float, ...]], Any] | None = None) -> TournamentResult:
         """Play every game the results file lacks, appending each as it finishes, then rate.
-        ``on_game(a, b, index, a_result)`` is called after each game is written (N players:
-        ``on_game(group, index, scores)``)."""
+        ``on_game(group, index, scores)`` is called after each game is written."""
         done = self.load()
-        if self.n > 2:
-            return self._run_groups(done, on_game)
-        with open(self.path, "a", encoding="utf-8") as log:
-            for a, b in self.pairs():
-                finished = done.setdefault((a, b), {})
-                if len(finished) == self.games:
-                    continue
-
-                def record(pair: int, game_in_pair: int, a_result: int, a: str = a, b: str = b,
-                           finished: dict[int, int] = finished) -> None:
-                    index = 2 * pair + game_in_pair
-                    log.write(json.dumps({"a": a, "b": b, "index": index, "a_result": a_result}) + "\n")
-                    log.flush()
-                    finished[index] = a_result
-                    if on_game is not None:
-                        on_game(a, b, index, a_result)
-
-                play_match(self.rules, a, b, games=self.games, seed=self.pair_seed(a, b),
-                           random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
-                           on_game=record, skip=set(finished))
-        return self.result(done)
-
-    def _run_groups(self, done: dict[tuple[str, ...], dict[int, Any]],
-                    on_game: Callable[..., Any] | None) -> TournamentResult:
-        """N players: each group's match (module docstring)."""
         with open(self.path, "a", encoding="utf-8") as log:
             for group in self.groups():
                 finished = done.setdefault(group, {})
@@ -337,27 +302,15 @@ class Tournament:
                     if on_game is not None:
                         on_game(group, index, scores)
 
-                seed = int(np.random.SeedSequence([self.seed, *(self.players.index(p) for p in group)])
-                           .generate_state(1)[0])
-                play_multi_match(self.rules, list(group), games=self.games, seed=seed,
-                                 random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
-                                 on_game=record, skip=set(finished))
+                play_match(self.rules, *group, games=self.games, seed=self.group_seed(group),
+                           random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
+                           on_game=record, skip=set(finished))
         return self.result(done)
 
     def result(self, done: dict[tuple[str, ...], dict[int, Any]] | None = None) -> TournamentResult:
-        """The pairs and the ladder from the games played so far (the file's, by default)."""
+        """The pairs and the ladder from the games played so far (the file's, by default): the
+        pairwise comparisons of every game, summed by pair of players."""
         done = self.load() if done is None else done
-        pairs = []
-        if self.n > 2:
-            return self._group_result(done)
-        for a, b in self.pairs():
-            results = list(done.get((a, b), {}).values())
-            pairs.append(MatchRecord(a, b, results.count(1), results.count(0), results.count(-1)))
-        return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
-                                tuple(pairs), tuple(self._standings(pairs)))
-
-    def _group_result(self, done: dict[tuple[str, ...], dict[int, Any]]) -> TournamentResult:
-        """N players: the pairwise comparisons of every game, summed by pair of players."""
         counts = {pair: [0, 0, 0] for pair in self.pairs()}
         for group in self.groups():
             for scores in done.get(group, {}).values():
@@ -367,7 +320,7 @@ class Tournament:
         pairs = [MatchRecord(a, b, *counts[(a, b)]) for a, b in self.pairs()]
         complete = all(len(done.get(g, {})) == self.games for g in self.groups())
         return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
-                                tuple(pairs), tuple(self._standings(pairs)), groups_complete=complete)
+                                tuple(pairs), tuple(self._standings(pairs)), complete=complete)
 
     def _standings(self, pairs: list[MatchRecord]) -> list[Standing]:
         def fit(anchor: str) -> dict[str, Any]:
@@ -404,7 +357,7 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, 
     """``ladder.json``, ``ladder.md``, ``ladder.png`` (ratings with their intervals) and
     ``results.jsonl`` (one match-result line per pairing, ``evaluator.results``: what
     ``hopzero serve --results`` tabulates) in ``out_dir``; returns the files."""
-    from learner.run_files import atomic_write_text
+    from plumbing.run_files import atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -432,8 +385,7 @@ def write_outputs(result: TournamentResult, out_dir: str | os.PathLike[str], *, 
     ax.set_yticks(y, [_label(s) for s in rows])
     ax.axvline(0, color="grey", linestyle=":")
     ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% interval")
-    unit = "a pair" if result.groups_complete is None else "a group, pairwise comparisons"
-    ax.set_title(f"{result.preset}: round robin, {result.games_per_pair} games {unit}")
+    ax.set_title(f"{result.preset}: round robin, {result.games_per_pair} games a group, pairwise comparisons")
     fig.tight_layout()
     fig.savefig(out / "ladder.png")
     plt.close(fig)

@@ -26,7 +26,8 @@ from typing import Any, BinaryIO, TextIO
 from ccengine import PASS, Rules, preset
 from ccengine.engines import new_state
 from ccengine.notation import NotationError, Position, excerpt, parse_int, parse_move_path
-from ccengine.players import Player, SeedLike, make_player
+from ccengine.players import Player, SeedLike
+from learner.players import make_player
 from ccengine.reference import is_witness_path, move_path
 
 from . import __version__

@@ -9,7 +9,7 @@ Q-learning baseline on the same system, ``algo: dqn``). The configurations are Y
 this module (``configs/NAME.yaml``) holding only what differs from the defaults written
 here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
-its section declares (``ccengine.fields``); an error names the field's dotted path
+its section declares (``plumbing.fields``); an error names the field's dotted path
 (``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash,
 travels inside every checkpoint and every game record.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from actors.config import SelfPlayConfig, StageOneConfig
-from ccengine.fields import FieldError, build_config, check_fields, checked
+from plumbing.fields import FieldError, build_config, check_fields, checked
 from ccengine.rules import Rules, RulesError, preset
 from ccengine.search import SearchConfig
 from evaluator.config import EvaluationConfig

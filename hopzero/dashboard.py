@@ -8,8 +8,8 @@ Prometheus for each expression and draws the panels with matplotlib in the dashb
 tests/test_deploy_observe.py checks that every expression parses (``promtool``), names only
 metrics the code exports and returns data from a live run.
 
-Names are the ones Prometheus scrapes from Ray's metrics agent (:func:`learner.metrics.exported_name`):
-``ray_`` + the name in ``learner.metrics.METRICS``, ``_total`` for a counter; each worker process
+Names are the ones Prometheus scrapes from Ray's metrics agent (:func:`plumbing.metrics.exported_name`):
+``ray_`` + the name in ``plumbing.metrics.METRICS``, ``_total`` for a counter; each worker process
 is its own series, so the queries aggregate (``max`` for a value one component reports, ``sum``
 for rates that add up over actors). ``$__rate_interval`` is Grafana's macro: four scrape intervals
 at least, so that ``rate()`` always sees two samples.
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.gating import GateConfig
-from learner.metrics import METRICS, exported_name
+from plumbing.metrics import METRICS, exported_name
 
 __all__ = [
     "DASHBOARD_UID",

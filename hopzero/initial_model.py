@@ -57,7 +57,7 @@ def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
     input encoding and algorithm. Every problem is one :class:`ConfigError`."""
     from learner.model import NetConfig
     from learner.model_files import read_model_file, resolve_model_source
-    from learner.run_files import sha256_file
+    from plumbing.run_files import sha256_file
 
     rules = config.training_rules()
     try:

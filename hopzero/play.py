@@ -21,7 +21,8 @@ import numpy as np
 
 from ccengine import PASS, NotationError, Rules, format_move, new_state, parse_human_move, render_board
 from ccengine.notation import format_star_path, parse_move_path
-from ccengine.players import Player, SeedLike, make_player
+from ccengine.players import Player, SeedLike
+from learner.players import make_player
 from ccengine.reference import is_witness_path, move_path
 from ccengine.render import cell_name
 from ccengine.star import POINT_NAMES

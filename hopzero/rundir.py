@@ -6,7 +6,7 @@
                           network a run started from (--init-model), if any
       checkpoints/        learner checkpoints (newest few; atomic)
       models/             networks promoted to best (model-<version>.pt, network files)
-      best.json           the current best model (atomic pointer; learner/run_files.py)
+      best.json           the current best model (atomic pointer; plumbing/run_files.py)
       promotions.jsonl    every promotion
       evaluations.jsonl   every gating match and every match against greedy
       games.jsonl         the newest games of those matches, to replay (evaluator/game_log.py)
@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from hopzero.config import ConfigError, TrainConfig
-from learner.run_files import append_jsonl, read_jsonl
+from plumbing.run_files import append_jsonl, read_jsonl
 
 __all__ = ["RunDir"]
 

@@ -645,7 +645,7 @@ def _ready_value(ref: Any) -> dict[str, Any]:
 
 def _restore_best(rundir: RunDir, registry: Any) -> None:
     """A resumed run starts from its recorded best model."""
-    from learner.run_files import read_best
+    from plumbing.run_files import read_best
 
     best = read_best(rundir.path)
     if best is None:

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from ccengine.encoding import Encoding
-from ccengine.fields import FieldError, check_fields, checked
+from plumbing.fields import FieldError, check_fields, checked
 from ccengine.symmetry import reflect_planes, reflect_policy
 from learner.records import GameRecord
 from learner.replay.limiter import RatioLimiter

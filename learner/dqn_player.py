@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ccengine.encoding import encoding_for, policy_indices
-from ccengine.players import SeedLike, register_player
+from ccengine.players import PlayerKind, SeedLike
 from ccengine.rules import Rules
 from ccengine.search_player import game_piece_history
 
@@ -24,7 +24,7 @@ from .backends import backend_option
 from .model_files import resolve_model_source
 from .network_evaluator import NetworkEvaluator
 
-__all__ = ["DQNPlayer", "dqn_player", "dqn_player_from_weights"]
+__all__ = ["DQN", "DQNPlayer", "dqn_player", "dqn_player_from_weights"]
 
 Move = tuple[int, int]
 
@@ -106,10 +106,11 @@ def dqn_player_from_weights(
     return DQNPlayer(rules, evaluator, name=name)
 
 
-register_player(
+#: The SPEC ``dqn:model=PATH`` (listed in ``learner.players``).
+DQN = PlayerKind(
     "dqn",
     dqn_player,
     options={"model": str, "device": str, "backend": backend_option},
-    required=("model",),
+    required=frozenset({"model"}),
     description="argmax of a DQN network's Q values over the legal moves (no search)",
 )

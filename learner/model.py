@@ -51,7 +51,7 @@ from torch import Tensor, nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from ccengine.encoding import ENCODINGS, plane_side, policy_size
-from ccengine.fields import build_config, check_fields, checked
+from plumbing.fields import build_config, check_fields, checked
 from ccengine.search import MAX_HISTORY
 
 from .backends import BACKENDS

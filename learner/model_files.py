@@ -6,7 +6,8 @@ and what such a file holds.
   exploration constant of the run config it carries);
 - a directory: a training run directory; its current best model (``best.json``, written
   atomically by the evaluator) is used;
-- ``shipped``: the model packaged with hopzero for the game's preset (``hopzero/models``).
+- ``shipped``: the model packaged with hopzero for the game's preset (``learner/models``, beside
+  this module).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccengine.rules import Rules
 
-from .run_files import read_best
+from plumbing.run_files import read_best
 
 if TYPE_CHECKING:  # torch only when a file is written
     from .model import NetworkConfig, PolicyValueNet
@@ -46,12 +47,15 @@ class ModelNotFoundError(FileNotFoundError):
         return str(self.args[0]) if self.args else "model not found"
 
 
+#: Where the shipped models are: ``learner/models/PRESET.pt``.
+SHIPPED_MODELS = Path(str(resources.files("learner").joinpath("models")))
+
+
 def shipped_model_path(rules: Rules) -> Path:
     """The packaged model of the preset ``rules.name``; raises when none ships."""
-    ref = resources.files("hopzero").joinpath("models", f"{rules.name}.pt")
-    path = Path(str(ref))
+    path = SHIPPED_MODELS / f"{rules.name}.pt"
     if not path.is_file():
-        shipped = sorted(p.stem for p in Path(str(resources.files("hopzero").joinpath("models"))).glob("*.pt"))
+        shipped = sorted(p.stem for p in SHIPPED_MODELS.glob("*.pt"))
         raise ModelNotFoundError(
             f"no shipped model for preset {rules.name!r}; shipped: {', '.join(shipped) or 'none yet'}"
         )

@@ -7,9 +7,8 @@ reply the network's opponent head rates most likely; a network without the head 
 ``model`` is a network file, a learner checkpoint, a run directory (its current best model) or
 ``shipped`` (the model packaged for the game's preset); without ``model``, a uniform prior and
 a zero value. ``c`` (the exploration constant) defaults to the one the model was trained with,
-as its file records, else the paper's 3.5. Importing this module registers the SPEC ``mcts`` in
-ccengine's player registry; the rooms that build players from SPECs (the evaluator, the front
-ends) import it.
+as its file records, else the search's default. :data:`MCTS` is its kind, listed with every
+other in ``learner.players``.
 
 The evaluator builds the same player from weights in memory (:func:`network_player_from_weights`)
 with the run's exploration constant, the one its model files record: one function
@@ -23,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ccengine.eval_cache import EvaluationCache
-from ccengine.players import SeedLike, register_player
+from ccengine.players import PlayerKind, SeedLike
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
 from ccengine.search_player import SearchPlayer, flag, opponent_option, positive
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from .model import NetConfig, PolicyValueNet
     from .network_evaluator import NetworkEvaluator
 
-__all__ = ["network_player", "network_player_from_weights", "search_player_for"]
+__all__ = ["MCTS", "network_player", "network_player_from_weights", "search_player_for"]
 
 
 def search_player_for(
@@ -50,7 +49,7 @@ def search_player_for(
     reuse: bool = False,
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
-    recorded (``evaluator.c_puct``), else the paper's 3.5; the network's input history;
+    recorded (``evaluator.c_puct``), else the search's default; the network's input history;
     ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree; ``reuse``
     keeps the tree from move to move (``SearchPlayer``).
 
@@ -58,7 +57,7 @@ def search_player_for(
     positions two plies on were mostly searched by the move before (and a match's parallel games
     share their openings). Not with ``opponent=model``: the cache keeps no opponent logits."""
     if c is None:
-        c = evaluator.c_puct if evaluator.c_puct is not None else SearchConfig().c_puct
+        c = evaluator.c_puct
     opponent_option(opponent)
     if opponent == "model" and not evaluator.has_opponent_model:
         raise ValueError("opponent=model needs a network with an opponent head; this one has none "
@@ -76,7 +75,7 @@ def network_player(
     seed: SeedLike,
     *,
     model: str = "",
-    sims: int = 175,
+    sims: int = SearchConfig().num_simulations,
     c: float | None = None,
     device: str = "cpu",
     backend: str = "auto",
@@ -84,15 +83,14 @@ def network_player(
     reuse: bool = False,
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
-    trained with (its file says), else the paper's 3.5. ``backend``: how the network runs
+    trained with (its file says), else the search's default. ``backend``: how the network runs
     (``learner.backends``). ``opponent``: ``any``, ``greedy`` or ``model`` (the network's
     opponent head; refused for a network without one). ``reuse``: keep the searched subtree
     from move to move, each move's ``sims`` on top of it."""
     if not model:
         if opponent == "model":
             raise ValueError("opponent=model needs a network with an opponent head (give model=...)")
-        c = SearchConfig().c_puct if c is None else c
-        return SearchPlayer(rules, seed, UniformEvaluator(), simulations=sims, c_puct=c,
+        return SearchPlayer(rules, seed, UniformEvaluator(rules.players), simulations=sims, c_puct=c,
                             greedy_opponent=opponent == "greedy", reuse=reuse)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
@@ -153,7 +151,8 @@ def network_player_from_weights(
     return search_player_for(rules, seed, evaluator, sims=sims, c=c_puct, name=name)
 
 
-register_player(
+#: The SPEC ``mcts:model=PATH,sims=S,...`` (listed in ``learner.players``).
+MCTS = PlayerKind(
     "mcts",
     network_player,
     options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option,

@@ -172,22 +172,22 @@ def calibration_planes(rules: Any, encoding: Any, positions: int = 512, seed: in
     side to move), by ``encoding`` (a ``ccengine.encoding.Encoding``). Deterministic in
     ``seed``; read-only, and cached (a process builds many evaluators of one game)."""
     from ccengine.encoding import PieceTracker
-    from ccengine.engines import new_state
-    from ccengine.players import make_player
+    from ccengine.game_loop import play_game
+    from ccengine.players import StochasticGreedyPlayer
 
     rng = np.random.default_rng(seed)
     out: list[np.ndarray] = []
     game = 0
     while len(out) < positions:
-        state, tracker = new_state(rules), PieceTracker(rules)
-        players = [make_player("greedy-stochastic", rules, seed=int(rng.integers(2**31))) for _ in range(rules.players)]
+        tracker = PieceTracker(rules)
+        players = [StochasticGreedyPlayer(rules, int(rng.integers(2**31))) for _ in range(rules.players)]
         stride = int(rng.integers(2, 6))  # sample plies at a varying stride
-        while not state.is_terminal() and len(out) < positions:
-            if state.ply % stride == 0:
+
+        def sample(state: Any, moves: list[Any], tracker: Any = tracker, stride: int = stride) -> None:
+            if state.ply % stride == 0 and len(out) < positions:
                 out.append(encoding.encode_tracker(tracker))
-            move = players[state.to_move].select(state)
-            state.play(move)
-            tracker.play(move)
+
+        play_game(rules, players, on_position=sample, on_move=lambda _, move, tracker=tracker: tracker.play(move))
         game += 1
         if game > 10 * positions:
             raise RuntimeError(f"games of {rules.name} gave fewer than {positions} positions")

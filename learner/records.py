@@ -1,12 +1,13 @@
 """Game records: what a self-play actor sends to the replay buffer, and its checked wire format.
 
 A record is one game (or the recorded stretch of one): the piece list of every recorded position,
-the search's visit distribution over the legal moves (sparse), the root values and the outcome,
-plus who made it (run, preset, rules, config hash, model version, actor, seed, versions).
+the search's visit distribution over the legal moves (sparse), the search's root value vectors and
+the game's result vector, plus who made it (run, preset, rules, config hash, model version, actor,
+seed, versions).
 
-Wire format (schema 3; the table is in docs/REPLAY.md): one msgpack map
+Wire format (schema 4; the table is in docs/REPLAY.md): one msgpack map
 
-    {"magic": "hopzero.game", "schema": 3, "meta": {...},
+    {"magic": "hopzero.game", "schema": 4, "meta": {...},
      "arrays": [[name, dtype, shape], ...], "codec": "zlib" | "none", "size": N, "data": <bytes>}
 
 ``data`` is the concatenation of the arrays' raw little-endian bytes in the order of
@@ -31,20 +32,22 @@ Two kinds of record (``meta.kind``, schema 2; a schema-1 record is a ``search`` 
 A learner refuses records of the other kind (they would be read as the wrong targets).
 
 Conventions: policy indices are ``piece_id * cells + e`` in ABSOLUTE board coordinates (never
-rotated for player 1; rotation is the encoder's business, applied when training targets are
-built); ``root_value`` is from the mover's view; ``outcome`` is from player 0's side. Cells are
-the rules' own numbering, so the format serves every board: on the 121-hole star a piece list
-holds star cells (0..120, int8; its board is the COMPACT121 position of the same cells) and an
-index is below ``10 * 121 = 1210`` (int16), and ``rules`` says which board it is.
+rotated for another player's view; that is the encoder's business, applied when training targets
+are built). Cells are the rules' own numbering, so the format serves every board: on the 121-hole
+star a piece list holds star cells (0..120, int8; its board is the COMPACT121 position of the same
+cells) and an index is below ``10 * 121 = 1210`` (int16), and ``rules`` says which board it is.
+Piece lists hold one row per player (``[T, P, k]``) and ``to_move`` cycles ``0, 1, .., P - 1``.
 
-Three or more players (schema 3; the star's star3, star4, star6): piece lists hold one row per
-player (``[T, P, k]``), ``to_move`` cycles ``0, 1, .., P - 1``, ``outcome`` is 0 (it is a
-two-player notion) and the result is ``scores``, float32 ``[P]``, the game's result vector by
-absolute seat (``State.scores()``: the winners share 1, a draw splits it). ``root_shares``,
-float32 ``[T, P]``, is the search's root value vector (each absolute seat's expected share);
-``root_value`` stays the mover's entry on the ``[-1, 1]`` scale (``2 * share - 1``). A
-two-player record carries neither (its ``outcome`` and ``root_value`` say it all), and schemas
-1 and 2, written before these fields, are two-player records and still read.
+Results, for two players as for six: ``scores``, float32 ``[P]``, is the game's result vector by
+absolute seat (``State.scores()``: the winners share 1, a draw splits it); ``root_shares``, float32
+``[T, P]``, is the search's root value vector of each position (each absolute seat's expected
+share; ``1 / P`` each where no search ran, and for stage 1's games the result vector itself).
+
+Records written before (schemas 1 to 3) still read: :func:`decode_record` turns them into this
+layout. Their two-player results were ``outcome`` (+1 / 0 / -1 from player 0's side) and
+``root_value`` (the root value on ``[-1, 1]`` from the mover's view): ``scores`` is ``(1, 0)``,
+``(1/2, 1/2)`` or ``(0, 1)``, and the mover's share ``(1 + root_value) / 2``. Their records of
+three or more players (schema 3) already held ``scores`` and ``root_shares``.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from ccengine.fields import field_check
+from plumbing.fields import field_check
 from ccengine.rules import Rules, RulesError
 
 __all__ = [
@@ -80,8 +83,9 @@ __all__ = [
 #: Format tag of every record; anything else is someone else's data.
 MAGIC = "hopzero.game"
 #: Current schema. A reader accepts ``1..SCHEMA`` and refuses newer records ("future").
-#: Schema 2 added ``meta.kind`` and the ``reward`` array (DQN records).
-SCHEMA = 3
+#: Schema 2 added ``meta.kind`` and the ``reward`` array (DQN records), schema 3 the result vectors
+#: of three or more players, schema 4 made them the one result of every record (module docstring).
+SCHEMA = 4
 #: Record kinds (``GameRecord.kind``); schema-1 records are all ``search``.
 KINDS = ("search", "dqn")
 #: Codecs of the ``data`` blob a reader understands.
@@ -104,14 +108,15 @@ _ARRAYS: dict[str, tuple[np.dtype, ...]] = {
     "policy_offsets": (np.dtype("<i4"),),
     "policy_index": _INDEX_DTYPES,
     "policy_prob": _PROB_DTYPES,
-    "root_value": (np.dtype("<f4"),),
+    "scores": (np.dtype("<f4"),),
+    "root_shares": (np.dtype("<f4"),),
     "weight": (np.dtype("<f4"),),
     "keep": (np.dtype("?"),),
     "reward": (np.dtype("<f4"),),
-    "scores": (np.dtype("<f4"),),
-    "root_shares": (np.dtype("<f4"),),
 }
-_OPTIONAL = ("weight", "keep", "reward", "scores", "root_shares")
+_OPTIONAL = ("weight", "keep", "reward")
+#: What records before schema 4 held for two players (read, turned into ``scores`` and ``root_shares``).
+_LEGACY_ARRAYS: dict[str, tuple[np.dtype, ...]] = {"root_value": (np.dtype("<f4"),)}
 #: Tolerance on the sum of a result vector or a root value vector (float32 rounding).
 SCORE_SUM_TOL = 1e-3
 _META_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -123,7 +128,6 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "actor": str,
     "seed": int,
     "versions": dict,
-    "outcome": int,
     "plies": int,
 }
 
@@ -172,10 +176,11 @@ class GameRecord:
     """int16/int32 ``[S]``: policy indices ``id * cells + e``, absolute coordinates, unique per position."""
     policy_prob: np.ndarray
     """float16/float32 ``[S]``: search visit distribution; sums to 1 per position (empty: no target)."""
-    root_value: np.ndarray
-    """float32 ``[T]``: root value from the mover's view, in ``[-1, 1]`` (0 where no search ran)."""
-    outcome: int
-    """Result from player 0's side: +1, 0 or -1 (two players; 0 with three or more: see ``scores``)."""
+    scores: np.ndarray
+    """float32 ``[P]``: the game's result vector by absolute seat (sums to 1)."""
+    root_shares: np.ndarray
+    """float32 ``[T, P]``: the search's root value vector of each position by absolute seat (each
+    sums to 1; ``1 / P`` each where no search ran)."""
     plies: int
     """Plies of the whole game (passes included); ``T <= plies``."""
     weight: np.ndarray | None = None
@@ -185,15 +190,8 @@ class GameRecord:
     others are there for the history planes only."""
     reward: np.ndarray | None = None
     """float32 ``[T]`` in a ``dqn`` record (absent otherwise): the mover's reward for its move."""
-    scores: np.ndarray | None = None
-    """float32 ``[P]``, three or more players only: the result vector by absolute seat."""
-    root_shares: np.ndarray | None = None
-    """float32 ``[T, P]``, three or more players only: the search's root value vector (each
-    absolute seat's expected share; ``1 / P`` each where no search ran)."""
     kind: str = "search"
     """``search`` or ``dqn`` (see the module docstring)."""
-    schema: int = SCHEMA
-    """Schema the record was written with."""
 
     @property
     def num_positions(self) -> int:
@@ -254,8 +252,8 @@ def make_record(
     pieces: np.ndarray,
     to_move: np.ndarray | Sequence[int],
     policies: Sequence[tuple[np.ndarray | Sequence[int], np.ndarray | Sequence[float]]],
-    root_value: np.ndarray | Sequence[float],
-    outcome: int,
+    scores: np.ndarray | Sequence[float],
+    root_shares: np.ndarray | Sequence[Sequence[float]] | None,
     plies: int,
     start_pieces: np.ndarray | None = None,
     weight: np.ndarray | Sequence[float] | None = None,
@@ -264,16 +262,15 @@ def make_record(
     prob_dtype: str = "float16",
     reward: np.ndarray | Sequence[float] | None = None,
     kind: str = "search",
-    scores: np.ndarray | Sequence[float] | None = None,
-    root_shares: np.ndarray | None = None,
 ) -> GameRecord:
     """Build and validate a record from per-position ``(indices, probs)`` pairs (absolute indices).
 
     Casts to the wire dtypes (int8 pieces, int16 indices, ``prob_dtype`` probabilities:
     float16 keeps ~3 significant digits, enough for visit fractions of a few hundred
-    simulations). ``start_pieces`` defaults to no history (an empty ``[0, 2, k]``). A ``dqn``
-    record (``kind``) carries ``reward`` and one-hot ``policies`` over the legal moves. Three or
-    more players: ``scores`` (the result vector) and ``root_shares`` are required.
+    simulations). ``start_pieces`` defaults to no history (an empty ``[0, P, k]``). ``scores``:
+    the result vector by seat; ``root_shares``: the root value vector of each position (None: no
+    search ran, ``1 / P`` each). A ``dqn`` record (``kind``) carries ``reward`` and one-hot
+    ``policies`` over the legal moves.
     """
     k = rules.k
     offsets = np.zeros(len(policies) + 1, dtype=np.int32)
@@ -283,6 +280,8 @@ def make_record(
     index_dtype = np.int16 if rules.k * rules.cells <= np.iinfo(np.int16).max else np.int32
     start = (np.zeros((0, rules.players, k), np.int8) if start_pieces is None
              else np.asarray(start_pieces).astype(np.int8))
+    shares = (np.full((len(policies), rules.players), 1.0 / rules.players) if root_shares is None
+              else np.asarray(root_shares))
     rec = GameRecord(
         run_id=run_id,
         preset=rules.name,
@@ -298,14 +297,12 @@ def make_record(
         policy_offsets=_frozen(offsets),
         policy_index=_frozen(index.astype(index_dtype)),
         policy_prob=_frozen(prob.astype(np.dtype(prob_dtype))),
-        root_value=_frozen(np.asarray(root_value, dtype=np.float32)),
-        outcome=int(outcome),
+        scores=_frozen(np.asarray(scores, dtype=np.float32)),
+        root_shares=_frozen(shares.astype(np.float32)),
         plies=int(plies),
         weight=None if weight is None else _frozen(np.asarray(weight, dtype=np.float32)),
         keep=None if keep is None else _frozen(np.asarray(keep, dtype=bool)),
         reward=None if reward is None else _frozen(np.asarray(reward, dtype=np.float32)),
-        scores=None if scores is None else _frozen(np.asarray(scores, dtype=np.float32)),
-        root_shares=None if root_shares is None else _frozen(np.asarray(root_shares, dtype=np.float32)),
         kind=kind,
     )
     validate_record(rec)
@@ -352,10 +349,8 @@ def _check_chain(seq: np.ndarray, movers: np.ndarray, label: str) -> None:
 
 def validate_record(rec: GameRecord) -> Rules:
     """Check every field of a record; return its rules. Raises :class:`RecordError`."""
-    if not isinstance(rec.schema, int) or not 1 <= rec.schema <= SCHEMA:
-        raise _fail(f"schema {rec.schema!r} is not one this reader knows (1..{SCHEMA})", "future")
-    if rec.kind not in KINDS or (rec.schema < 2 and rec.kind != "search"):
-        raise _fail(f"kind {str(rec.kind)[:40]!r} is not one of {', '.join(KINDS)} (schema {rec.schema})")
+    if rec.kind not in KINDS:
+        raise _fail(f"kind {str(rec.kind)[:40]!r} is not one of {', '.join(KINDS)}")
     for name, typ in _META_TYPES.items():
         value = getattr(rec, name)
         if not isinstance(value, typ) or isinstance(value, bool):
@@ -378,12 +373,6 @@ def validate_record(rec: GameRecord) -> Rules:
         raise _fail(f"model_version {rec.model_version} < -1")
     if not 0 <= rec.seed < 2**64:
         raise _fail(f"seed {rec.seed} outside 0..2**64-1")
-    if rec.outcome not in (-1, 0, 1):
-        raise _fail(f"outcome {rec.outcome} is not -1, 0 or 1")
-    if players > 2 and rec.schema < 3:
-        raise _fail(f"a record of {players} players needs schema 3 or later (schema {rec.schema})")
-    if players > 2 and rec.outcome != 0:
-        raise _fail(f"outcome {rec.outcome}: a game of {players} players has its result in scores, outcome 0")
     if players > 2 and rec.kind != "search":
         raise _fail(f"a {rec.kind} record of {players} players: only search records have three or more")
 
@@ -400,12 +389,11 @@ def validate_record(rec: GameRecord) -> Rules:
         "pieces": (t_len, players, k),
         "to_move": (t_len,),
         "policy_offsets": (t_len + 1,),
-        "root_value": (t_len,),
+        "scores": (players,),
+        "root_shares": (t_len, players),
         "weight": (t_len,),
         "keep": (t_len,),
         "reward": (t_len,),
-        "scores": (players,),
-        "root_shares": (t_len, players),
     }
     for name, shape in shapes.items():
         a = getattr(rec, name)
@@ -467,9 +455,6 @@ def validate_record(rec: GameRecord) -> Rules:
         t = int(np.flatnonzero(nonempty)[np.argmax(np.abs(sums[nonempty] - 1.0))])
         raise _fail(f"policy_prob of position {t} sums to {sums[t]:.4f}, not 1")
 
-    rv = rec.root_value
-    if not np.isfinite(rv).all() or (np.abs(rv) > 1.0).any():
-        raise _fail("root_value has a value outside [-1, 1]")
     if rec.weight is not None and (not np.isfinite(rec.weight).all() or (rec.weight < 0).any()):
         raise _fail("weight has a negative or non-finite value")
     _check_vectors(rec, players)
@@ -481,17 +466,9 @@ def validate_record(rec: GameRecord) -> Rules:
 
 
 def _check_vectors(rec: GameRecord, players: int) -> None:
-    """The result vector and the root value vectors: present with three or more players (and
-    only then), each entry in [0, 1], each vector summing to 1."""
-    if players == 2:
-        for name in ("scores", "root_shares"):
-            if getattr(rec, name) is not None:
-                raise _fail(f"a two-player record carries {name} (its outcome and root_value say it)")
-        return
+    """The result vector and the root value vectors: each entry in [0, 1], each vector summing to 1."""
     for name in ("scores", "root_shares"):
         a = getattr(rec, name)
-        if a is None:
-            raise _fail(f"a record of {players} players has no {name}")
         if not np.isfinite(a).all() or (a < 0).any() or (a > 1).any():
             raise _fail(f"{name} has a value outside [0, 1]")
         sums = a.reshape(-1, players).astype(np.float64).sum(axis=1)
@@ -541,9 +518,8 @@ def encode_record(rec: GameRecord, codec: str = "zlib", level: int = 6) -> bytes
     raw = b"".join(blobs)
     data = zlib.compress(raw, level) if codec == "zlib" else raw
     meta = {name: getattr(rec, name) for name in _META_TYPES}
-    if rec.schema >= 2:
-        meta["kind"] = rec.kind
-    doc = {"magic": MAGIC, "schema": rec.schema, "meta": meta, "arrays": specs, "codec": codec,
+    meta["kind"] = rec.kind
+    doc = {"magic": MAGIC, "schema": SCHEMA, "meta": meta, "arrays": specs, "codec": codec,
            "size": len(raw), "data": data}
     return msgpack.packb(doc, use_bin_type=True)
 
@@ -606,9 +582,12 @@ def _decode(data: bytes) -> GameRecord:
     meta, specs = doc.get("meta"), doc.get("arrays")
     if not isinstance(meta, dict) or not isinstance(specs, list):
         raise _fail("meta or arrays missing")
-    missing = sorted(set(_META_TYPES) - set(meta))
+    legacy = doc["schema"] < 4  # results as outcome and root_value (module docstring)
+    meta_types = {**_META_TYPES, "outcome": int} if legacy else _META_TYPES
+    missing = sorted(set(meta_types) - set(meta))
     if missing:
         raise _fail(f"meta lacks {missing}")
+    allowed = {**_ARRAYS, **_LEGACY_ARRAYS} if legacy else _ARRAYS
     raw = _blob(doc)
     arrays: dict[str, np.ndarray] = {}
     offset = 0
@@ -617,14 +596,14 @@ def _decode(data: bytes) -> GameRecord:
                 and isinstance(spec[2], list) and all(isinstance(d, int) and d >= 0 for d in spec[2])):
             raise _fail(f"bad array spec {str(spec)[:80]}")
         name, dtype_str, shape = spec
-        if name not in _ARRAYS or name in arrays:
-            raise _fail(f"unknown or repeated array {name!r}")
+        if name not in allowed or name in arrays:
+            raise _fail(f"unknown or repeated array {name[:40]!r}")
         try:
             dtype = np.dtype(dtype_str)
         except TypeError:
-            raise _fail(f"{name}: bad dtype {dtype_str!r}") from None
-        if dtype not in _ARRAYS[name]:
-            raise _fail(f"{name} has dtype {dtype_str}, needs one of {[d.str for d in _ARRAYS[name]]}")
+            raise _fail(f"{name}: bad dtype {dtype_str[:40]!r}") from None
+        if dtype not in allowed[name]:
+            raise _fail(f"{name} has dtype {dtype_str[:40]}, needs one of {[d.str for d in allowed[name]]}")
         count = math.prod(shape)
         nbytes = count * dtype.itemsize
         if offset + nbytes > len(raw):
@@ -636,13 +615,50 @@ def _decode(data: bytes) -> GameRecord:
         offset += nbytes
     if offset != len(raw):
         raise _fail(f"data has {len(raw) - offset} bytes no array claims")
+    kind = meta.get("kind", "search" if doc["schema"] < 2 else None)  # schema 1 had search records only
+    if not isinstance(kind, str):
+        raise _fail(f"meta.kind is {type(kind).__name__}, needs str (schema {doc['schema']})")
+    if doc["schema"] < 2 and kind != "search":
+        raise _fail(f"kind {kind[:40]!r} in a schema-1 record (which had search records only)")
+    if legacy:
+        _migrate(doc["schema"], meta, arrays)
     absent = sorted(set(_ARRAYS) - set(_OPTIONAL) - set(arrays))
     if absent:
         raise _fail(f"arrays missing: {absent}")
     kwargs = {name: meta[name] for name in _META_TYPES}
-    kind = meta.get("kind", "search" if doc["schema"] < 2 else None)
-    if not isinstance(kind, str):
-        raise _fail(f"meta.kind is {type(kind).__name__}, needs str (schema {doc['schema']})")
-    rec = GameRecord(schema=doc["schema"], kind=kind, **kwargs, **{n: arrays.get(n) for n in _ARRAYS})
+    rec = GameRecord(kind=kind, **kwargs, **{n: arrays.get(n) for n in _ARRAYS})
     validate_record(rec)
     return rec
+
+
+def _migrate(schema: int, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """A record written before schema 4 in today's layout, in place: two players' ``outcome`` and
+    ``root_value`` become ``scores`` and ``root_shares`` (module docstring); three or more players
+    (schema 3) held those already. Everything else is checked by :func:`validate_record` after."""
+    try:
+        players = Rules.from_dict(meta["rules"]).players
+    except (RulesError, TypeError, ValueError, AttributeError) as exc:
+        raise _fail(f"rules: {exc}") from None
+    outcome, root_value, to_move = meta["outcome"], arrays.pop("root_value", None), arrays.get("to_move")
+    if not isinstance(outcome, int) or isinstance(outcome, bool) or outcome not in (-1, 0, 1):
+        raise _fail(f"outcome {str(outcome)[:20]} is not -1, 0 or 1")
+    if root_value is None or to_move is None or root_value.shape != to_move.shape or root_value.ndim != 1:
+        raise _fail("root_value is missing or its shape is not to_move's")
+    if players > 2:  # schema 3 wrote the vectors: outcome and root_value are redundant
+        if schema < 3 or outcome != 0:
+            raise _fail(f"a record of {players} players needs schema 3 and outcome 0 (schema {schema}, "
+                        f"outcome {outcome})")
+        return
+    if not np.isfinite(root_value).all() or (np.abs(root_value) > 1.0).any():
+        raise _fail("root_value has a value outside [-1, 1]")
+    if "scores" in arrays or "root_shares" in arrays:
+        raise _fail("a two-player record before schema 4 carries scores or root_shares")
+    movers = to_move.astype(np.int64)
+    if ((movers < 0) | (movers > 1)).any():
+        raise _fail("to_move has a value other than 0/1")
+    mine = (1.0 + root_value.astype(np.float64)) / 2.0
+    shares = np.empty((len(movers), 2), dtype=np.float32)
+    shares[np.arange(len(movers)), movers] = mine
+    shares[np.arange(len(movers)), 1 - movers] = 1.0 - mine
+    arrays["scores"] = np.array([(1 + outcome) / 2, (1 - outcome) / 2], dtype=np.float32)
+    arrays["root_shares"] = shares

@@ -24,8 +24,8 @@ from ccengine.rules import Rules
 
 from .checkpoint import latest_checkpoint, save_checkpoint, trainer_from_checkpoint
 from .dqn import DQNConfig, DQNTrainer, TransitionWindow
-from .logs import configure_logging
-from .metrics import Metrics
+from plumbing.logs import configure_logging
+from plumbing.metrics import Metrics
 from .model import NetworkConfig
 from .replay import RatioLimiter, ReplayConfig, ReplayLink, WindowMirror
 from .training import LearnerConfig, Trainer, load_weights_into

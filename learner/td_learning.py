@@ -33,9 +33,11 @@ import numpy as np
 
 from ccengine.alphabeta import AlphaBetaPlayer
 from ccengine.engines import new_state
-from ccengine.fields import check_fields, checked
-from ccengine.players import make_player
+from plumbing.fields import check_fields, checked
+from ccengine.game_loop import play_game
 from ccengine.rules import Rules
+
+from .players import make_player
 
 __all__ = ["TDConfig", "TDResult", "feature_scales", "train_td"]
 
@@ -99,35 +101,43 @@ def train_td(rules: Rules, config: TDConfig, *, seed: int,
     for episode in range(config.episodes):
         me = episode % 2
         opponent.reset(int(rng.integers(2**63)))
-        state = new_state(rules)
+        learner = _EpsilonGreedy(me, w, x_of, config.epsilon, rng)
         trace = np.zeros_like(w)
         last: np.ndarray | None = None  # the features after the learner's previous move
-        while not state.is_terminal():
-            moves = state.legal_moves()
-            if state.ply < 2 * config.random_opening:
-                state.play(moves[int(rng.integers(len(moves)))])
-                continue
-            if state.to_move != me:
-                state.play(opponent.select(state))
-                continue
-            if config.epsilon and rng.random() < config.epsilon:
-                move = moves[int(rng.integers(len(moves)))]
-            else:
-                move = _best_move(state, moves, me, w, x_of, rng)
-            state.play(move)
-            if state.is_terminal():
-                break
+
+        def learn(state: Any, move: tuple[int, int]) -> None:
+            """After each of the learner's moves in play: a TD step toward the new position's value."""
+            nonlocal trace, last
+            if state.ply <= 2 * config.random_opening or state.to_move == me or state.is_terminal():
+                return
             x = x_of(state, me)
             if last is not None:
                 trace = _td_step(w, trace, last, math.tanh(float(w @ x)), config)
             last = x
-        result = int(state.result()) * (1 if me == 0 else -1)
+
+        seats = [learner, opponent] if me == 0 else [opponent, learner]
+        game = play_game(rules, seats, opening_rng=rng, random_opening=config.random_opening, on_move=learn)
+        result = int(round(game.scores[me] - game.scores[1 - me]))  # +1 / 0 / -1 for the learner
         if last is not None:
             _td_step(w, trace, last, float(result), config)
         results.append(result)
         if on_episode is not None:
             on_episode(episode, result)
     return TDResult([float(v) for v in w / scales], results)
+
+
+class _EpsilonGreedy:
+    """The learner's seat: a random move with chance ``epsilon``, else the best by the weights."""
+
+    def __init__(self, me: int, w: np.ndarray, x_of: Callable[[Any, int], np.ndarray], epsilon: float,
+                 rng: np.random.Generator) -> None:
+        self.me, self.w, self.x_of, self.epsilon, self.rng = me, w, x_of, epsilon, rng
+
+    def select(self, state: Any) -> tuple[int, int]:
+        moves = state.legal_moves()
+        if self.epsilon and self.rng.random() < self.epsilon:
+            return moves[int(self.rng.integers(len(moves)))]
+        return _best_move(state, moves, self.me, self.w, self.x_of, self.rng)
 
 
 def _td_step(w: np.ndarray, trace: np.ndarray, x: np.ndarray, target: float, config: TDConfig) -> np.ndarray:
@@ -146,7 +156,8 @@ def _best_move(state: Any, moves: list, me: int, w: np.ndarray, x_of: Callable[[
         after = state.copy()
         after.play(move)
         if after.is_terminal():
-            values.append(float(after.result()) * (1 if me == 0 else -1) * 2.0)  # beyond any tanh
+            scores = after.scores()
+            values.append(2.0 * (scores[me] - scores[1 - me]))  # beyond any tanh
         else:
             values.append(math.tanh(float(w @ x_of(after, me))))
     values_arr = np.asarray(values)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .run_files import fsync_dir
+from plumbing.run_files import fsync_dir
 
 __all__ = ["DIGEST_KEY", "check_digest", "content_digest", "read_torch_file", "remove_stale_temporaries", "write_atomic"]
 

@@ -11,8 +11,9 @@ Loss (Liu et al. 2019, eq. 6, read as AlphaGo Zero's; see docs/LEARNER.md for th
 Three or more players (a value head with one softmax output per seat, ``NetConfig.value_outputs``
 = P > 1), the value term is a cross-entropy instead, ``value_ce = mean_b ( - sum_i z_bi * log
 v_bi )``, against the result vector ``z`` in the mover's frame (entry 0 the mover, then the seats
-after it), or whatever mix with the search's root value vector the replay buffer was asked for;
-``value (B, P)`` in the batch then.
+after it), or whatever mix with the search's root value vector the replay buffer was asked for.
+Two players keep the seed's single tanh output and its squared error, against the mover's share
+minus the other's (:func:`value_target`).
 
 The last term only for a network with the opponent head (``NetConfig.opponent_head``, not in the
 paper): ``pi'`` is the search distribution of the next ply (the opponent's reply), in the frame of
@@ -25,10 +26,11 @@ adds ``c * sum(w ** 2)``). The L2 term is an explicit loss term, not optimiser w
 reported loss is the paper's loss.
 
 A training batch is any object with numpy (or torch) attributes ``planes (B, C, n, n) float32``,
-``policy (B, policy_size) float32`` (a dense target distribution per row) and ``value (B,)
-float32`` (the target in ``[-1, 1]`` from the mover's view: the outcome z, or whatever mix of z and
-the root value q the replay buffer was asked for; the loss uses the target it is given), and for
-a network with the opponent head ``opponent_policy (B, policy_size) float32`` as well.
+``policy (B, policy_size) float32`` (a dense target distribution per row) and ``value (B, P)
+float32`` (the value target as shares of the P seats in the mover's frame: the result vector z, or
+whatever mix of z and the root value vector q the replay buffer was asked for; the loss uses the
+target it is given), and for a network with the opponent head ``opponent_policy (B,
+policy_size) float32`` as well.
 
 Weights leave the learner as :meth:`Trainer.export_weights` -- ``(version, {name: ndarray})``, plain
 numpy arrays that Ray or msgpack carry without pickling torch objects -- and enter an actor's or
@@ -47,7 +49,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ccengine.fields import FieldError, build_config, check_fields, checked
+from plumbing.fields import FieldError, build_config, check_fields, checked
 from learner.model import NetConfig, PolicyValueNet
 
 __all__ = [
@@ -246,14 +248,22 @@ def _batch_tensors(
                          f"(B >= 1, {config.in_planes}, {config.n}, {config.n})")
     if tuple(policy.shape) != (b, config.policy_size):
         raise ValueError(f"batch.policy has shape {tuple(policy.shape)}; expected ({b}, {config.policy_size})")
-    want = (b,) if config.value_outputs == 1 else (b, config.value_outputs)
-    if tuple(value.shape) != want:
-        raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected {want}"
-                         + ("" if config.value_outputs == 1 else " (one share per seat, mover's frame)"))
+    players = 2 if config.value_outputs == 1 else config.value_outputs
+    if tuple(value.shape) != (b, players):
+        raise ValueError(f"batch.value has shape {tuple(value.shape)}; expected ({b}, {players}) (one share per "
+                         "seat, the mover's frame)")
+    value = value_target(value, config.value_outputs)
     if opponent is not None and tuple(opponent.shape) != (b, config.policy_size):
         raise ValueError(f"batch.opponent_policy has shape {tuple(opponent.shape)}; "
                          f"expected ({b}, {config.policy_size})")
     return planes, policy, value, opponent
+
+
+def value_target(shares: Tensor, outputs: int) -> Tensor:
+    """What a value head of ``outputs`` outputs learns from the value targets ``shares`` (``(B, P)``,
+    the mover's frame): the shares themselves for a softmax over the seats, and for the one tanh
+    output of a two-player network the mover's share minus the other's (``z`` on ``[-1, 1]``)."""
+    return shares[:, 0] - shares[:, 1] if outputs == 1 else shares
 
 
 def _terms(

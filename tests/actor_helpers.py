@@ -12,15 +12,15 @@ from learner.records import GameRecord
 
 def record_states(rec: GameRecord) -> tuple[np.ndarray, int]:
     """Every piece list the record holds, oldest first, and how many of them are history."""
-    h0 = rec.start_pieces.shape[0]
-    present = ~(rec.start_pieces < 0).reshape(h0, 2 * rec.k).any(axis=1)
+    h0, players = rec.start_pieces.shape[0], rec.pieces.shape[1]
+    present = ~(rec.start_pieces < 0).reshape(h0, players * rec.k).any(axis=1)
     history = rec.start_pieces[: int(present.sum())][::-1]
     return np.concatenate([history, rec.pieces]).astype(np.int64), len(history)
 
 
 def board_of(rules: Rules, lists: np.ndarray) -> list[int]:
     board = [-1] * rules.cells
-    for p in (0, 1):
+    for p in range(rules.players):
         for c in lists[p]:
             board[int(c)] = p
     return board
@@ -28,7 +28,8 @@ def board_of(rules: Rules, lists: np.ndarray) -> list[int]:
 
 def move_between(before: np.ndarray, after: np.ndarray, mover: int) -> tuple[int, int]:
     """The move of ``mover`` that turns piece list ``before`` into ``after`` (IDs kept)."""
-    assert np.array_equal(before[1 - mover], after[1 - mover]), "the side not to move changed"
+    others = [p for p in range(len(before)) if p != mover]
+    assert np.array_equal(before[others], after[others]), "a side not to move changed"
     changed = np.flatnonzero(before[mover] != after[mover])
     assert len(changed) <= 1, "more than one piece moved"
     if len(changed) == 0:
@@ -67,12 +68,12 @@ def replay(rules: Rules, rec: GameRecord, *, first_ply_is_start: bool = True) ->
     return state
 
 
-def final_move_exists(state: State, outcome: int) -> bool:
-    """Whether some legal move from ``state`` ends the game with ``outcome``."""
+def final_move_exists(state: State, scores) -> bool:
+    """Whether some legal move from ``state`` ends the game with the result vector ``scores``."""
     for move in state.legal_moves():
         state.play(move)
         try:
-            if state.is_terminal() and (state.result() or 0) == outcome:
+            if state.is_terminal() and np.allclose(state.scores(), scores):
                 return True
         finally:
             state.undo()

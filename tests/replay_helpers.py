@@ -65,7 +65,8 @@ def random_game_record(
                 else:
                     p = rng.random(len(legal)) + 1e-3
                     policies.append((idx, p / p.sum()))
-            values.append(float(rng.uniform(-1, 1)))
+            shares = rng.random(rules.players) + 1e-3
+            values.append(shares / shares.sum())
         if legal != [PASS] and rng.random() < forward_bias:
             best = max(rules.geometry.forward_distance(state.to_move, m) for m in legal)
             legal = [m for m in legal if rules.geometry.forward_distance(state.to_move, m) == best]
@@ -73,14 +74,14 @@ def random_game_record(
         state.play(move)
         tracker.play(move)
         ply += 1
-    result = state.result()
+    scores = state.scores() if state.is_terminal() else (1.0 / rules.players,) * rules.players
     t = len(pieces)
     keep = None if keep_fraction is None else rng.random(t) < keep_fraction
     weight = rng.uniform(0.5, 2.0, t) if weighted else None
     return make_record(
         run_id=run_id, rules=rules, config_hash="cfg0", model_version=3, actor="actor-1", seed=seed,
-        pieces=np.array(pieces), to_move=to_move, policies=policies, root_value=values,
-        outcome=0 if result is None else int(result), plies=ply, start_pieces=start,
+        pieces=np.array(pieces), to_move=to_move, policies=policies, scores=scores, root_shares=values,
+        plies=ply, start_pieces=start,
         keep=keep, weight=weight, versions=VERSIONS, prob_dtype=prob_dtype,
     )
 

@@ -17,7 +17,8 @@ from test_cli import hopzero_command
 from ccengine import _core
 from ccengine._alphabeta import MATE, AlphaBetaSearch
 from ccengine.alphabeta import AlphaBetaPlayer
-from ccengine.players import PlayerSpecError, make_player
+from ccengine.players import PlayerSpecError
+from learner.players import make_player
 from ccengine.reference import ReferenceState
 from ccengine.rules import PASS, Rules, preset
 

@@ -9,7 +9,8 @@ from test_star_multi import _almost_home, _board
 from ccengine import _core, preset
 from ccengine._alphabeta import MATE, AlphaBetaSearch
 from ccengine.alphabeta import AlphaBetaPlayer
-from ccengine.players import PlayerSpecError, make_player
+from ccengine.players import PlayerSpecError
+from learner.players import make_player
 
 STAR3 = preset("star3")
 STAR6 = preset("star6")

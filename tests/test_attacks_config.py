@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from ccengine.fields import field_check, leaf_fields
+from plumbing.fields import field_check, leaf_fields
 from ccengine.rules import Rules
 from hopzero.config import ConfigError, TrainConfig, load_config
 from hopzero.train import RestartBudget
@@ -76,7 +76,7 @@ def _wrong_types(tp: Any) -> list[Any]:
 def _is_member(value: Any, member: Any) -> bool:
     if member is type(None):
         return value is None
-    if member is int:  # a bool is no integer here, as in ccengine.fields
+    if member is int:  # a bool is no integer here, as in plumbing.fields
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, typing.get_origin(member) or member)
 
@@ -105,7 +105,7 @@ def test_the_walk_covers_the_tree():
 
 @pytest.mark.parametrize("path,field,tp", TREE + RULES, ids=[p for p, _, _ in TREE + RULES])
 def test_every_field_declares_a_check_and_refuses_bad_values(path, field, tp):
-    assert field_check(field) is not None, f"{path} is declared without ccengine.fields.checked()"
+    assert field_check(field) is not None, f"{path} is declared without plumbing.fields.checked()"
     bad = _bad_values(field, tp)
     assert bad
     for value in bad:

@@ -30,7 +30,7 @@ from evaluator.promotion import HISTORY_FILE, promotion_history  # noqa: E402
 from evaluator.service import EvaluatorService  # noqa: E402
 from hopzero.registry import ModelRegistry  # noqa: E402
 from learner.model import NetworkConfig, PolicyValueNet  # noqa: E402
-from learner.run_files import read_best, sha256_file  # noqa: E402
+from plumbing.run_files import read_best, sha256_file  # noqa: E402
 from hostile_helpers import EXPLOITED, Exploit  # noqa: E402
 
 RULES = preset("cc49")
@@ -320,7 +320,7 @@ def test_a_bad_network_file_is_one_line_and_exit_2(good_model, tmp_path, capsys,
 
 def test_a_learner_checkpoint_is_a_model(tmp_path, capsys):
     """The README's promise: model= takes a learner checkpoint, with its run's encoding and c."""
-    from ccengine.players import make_player
+    from learner.players import make_player
     from hopzero.cli import main
     from learner.checkpoint import save_checkpoint
     from learner.training import LearnerConfig, Trainer

@@ -15,7 +15,7 @@ import pytest
 from ccp_helpers import REPLY_GUARD_S, cells_text, engine, hopzero  # noqa: F401 - engine is a fixture
 
 from ccengine import format_position, new_state, preset, start_position
-from ccengine.players import make_player
+from learner.players import make_player
 from hopzero.cli import main
 from hopzero.play import play_terminal
 

@@ -3,7 +3,8 @@
 import pytest
 
 from ccengine import preset
-from ccengine.players import PlayerSpecError, RandomPlayer, make_player, register_player
+from ccengine.players import PlayerKind, PlayerRegistry, PlayerSpecError, RandomPlayer
+from learner.players import make_player
 from ccengine.search import UniformEvaluator
 from ccengine.search_player import SearchPlayer
 from evaluator.arena import game_seeds, play_match
@@ -29,7 +30,7 @@ class SeatRecorder(RandomPlayer):
         return super().select(state)
 
 
-register_player("test-seat-recorder", SeatRecorder)
+RECORDER = PlayerRegistry([PlayerKind("test-seat-recorder", SeatRecorder)]).parse("test-seat-recorder")
 
 
 class CountingEvaluator(UniformEvaluator):
@@ -108,7 +109,7 @@ def test_network_side_equals_the_arena_network_player(tmp_path):
 
 def _games(result):
     """What a match played, its players' names aside."""
-    return result.a_results, result.mean_plies, result.mean_legal_moves, result.seat_wins
+    return result.a_results, result.mean_plies, result.mean_legal_moves, result.to_dict()["seat_wins"]
 
 
 def test_a_model_file_is_the_same_player_one_at_a_time_in_parallel_and_in_the_evaluator(tmp_path):
@@ -152,9 +153,9 @@ def test_search_side_against_greedy_counts_add_up_and_batches():
     result = play_match(SMALL, side, "greedy", games=12, seed=1, parallel=6)
     assert result.games == 12 and len(result.a_results) == 12
     assert result.a_wins + result.b_wins + result.draws == 12
-    for rec in (result.a_first, result.a_second):
+    for rec in (result.a_record(0), result.a_record(1)):
         assert rec.wins + rec.losses + rec.draws == 6
-    assert sum(result.seat_wins) == result.a_wins + result.b_wins
+    assert sum(result.to_dict()["seat_wins"]) == result.a_wins + result.b_wins
     assert result.a == "search:sims=10" and result.b == "greedy"
     assert side.positions == ev.rows and side.batches == ev.calls
     assert side.searches > 0 and side.positions <= 10 * side.searches
@@ -172,7 +173,7 @@ def test_both_search_sides_fill_the_batch():
 def test_seats_alternate_and_openings_are_random():
     SeatRecorder.log = {}
     games = 6
-    result = play_match(SMALL, uniform(8), "test-seat-recorder", games=games, seed=5, parallel=4)
+    result = play_match(SMALL, uniform(8), RECORDER, games=games, seed=5, parallel=4)
     seeds = game_seeds(5, games)
     for i in range(games):
         calls = SeatRecorder.log[tuple(seeds[i][2].spawn_key)]  # B's seed of game i
@@ -180,13 +181,14 @@ def test_seats_alternate_and_openings_are_random():
         b_seat = 1 - i % 2  # A holds seat 0 in even games
         assert {to_move for _, to_move in calls} == {b_seat}
         assert min(ply for ply, _ in calls) == 6 + b_seat
-    assert sum(vars(result.a_first).values()) == sum(vars(result.a_second).values()) == 3
+    assert sum(vars(result.a_record(0)).values()) == sum(vars(result.a_record(1)).values()) == 3
 
 
 def test_on_game_fires_once_per_game_with_its_pair():
     seen = []
     result = play_match(
-        SMALL, uniform(8), "random", games=9, seed=3, parallel=4, on_game=lambda p, g, r: seen.append((p, g, r))
+        SMALL, uniform(8), "random", games=9, seed=3, parallel=4,
+        on_game=lambda p, g, scores: seen.append((p, g, (scores[0] > scores[1]) - (scores[0] < scores[1])))
     )
     assert sorted(seen) == [(i // 2, i % 2, r) for i, r in enumerate(result.a_results)]
     assert len(seen) == 9  # an odd count: the last pair is half played

@@ -8,7 +8,7 @@ import pytest
 from ccp_helpers import cells_text, engine  # noqa: F401 - engine is a fixture
 
 from ccengine import move_path, new_state, preset
-from ccengine.players import make_player
+from learner.players import make_player
 
 
 def test_handshake(engine):

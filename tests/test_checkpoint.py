@@ -28,6 +28,7 @@ from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from learner.training import LearnerConfig, Trainer
 from hostile_helpers import EXPLOITED, Exploit
+from torch_helpers import shares
 
 TINY = NetConfig.for_rules("cc49", 7, "tiny")
 
@@ -37,7 +38,7 @@ def make_batch(b: int = 8, seed: int = 0) -> types.SimpleNamespace:
     planes = rng.integers(0, 2, size=(b, TINY.in_planes, TINY.n, TINY.n)).astype(np.float32)
     policy = rng.random((b, TINY.policy_size)).astype(np.float32) ** 8
     policy /= policy.sum(axis=1, keepdims=True)
-    value = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=b)
+    value = shares(rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=b))
     return types.SimpleNamespace(planes=planes, policy=policy, value=value)
 
 

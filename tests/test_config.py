@@ -89,3 +89,18 @@ def test_a_base_cycle_or_an_unknown_base_is_one_line(tmp_path, monkeypatch):
         named_config_data("a")
     with pytest.raises(ConfigError, match="unknown config 'nosuch'"):
         named_config_data("c")
+
+
+def test_the_docs_table_of_presets_is_the_presets_table():
+    """docs/RULES.md shows the presets as ``ccengine.rules.PRESETS`` defines them, and every preset
+    name the command line takes builds its rules."""
+    from pathlib import Path
+
+    from ccengine.rules import PRESET_NAMES, preset, presets_markdown, presets_text
+
+    rules_md = (Path(__file__).resolve().parents[1] / "docs" / "RULES.md").read_text()
+    assert presets_markdown() in rules_md
+    for name in PRESET_NAMES:
+        assert name in presets_text()
+        if name != "small-N-k":
+            assert preset(name).name == name

@@ -11,7 +11,7 @@ Grafana cannot run here, so the evidence is, in order of strength:
 2. The tools Prometheus and Grafana use themselves: `promtool check config`, `promtool check
    rules` (every expression, macros substituted), Grafana's Python SDK model (the committed
    JSON must round-trip through it unchanged, so a misspelt key does not survive).
-3. Names: every metric the dashboard queries is one the code exports (learner.metrics.METRICS
+3. Names: every metric the dashboard queries is one the code exports (plumbing.metrics.METRICS
    as Ray exports them, or a listed Ray metric) and one a component actually records.
 
 `HOPZERO_DASHBOARD_PNG=docs/images/dashboard.png HOPZERO_OBSERVE_MINUTES=10 pytest -k live
@@ -48,7 +48,7 @@ import train_helpers
 import yaml
 
 from hopzero import dashboard
-from learner.metrics import METRICS, exported_name, markdown_table
+from plumbing.metrics import METRICS, exported_name, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
@@ -257,7 +257,7 @@ def test_queried_metrics_are_recorded_by_a_component():
 
 
 def test_metrics_doc_table_is_generated_from_metrics():
-    assert markdown_table() in METRICS_MD.read_text(), "docs/METRICS.md: paste `python -m learner.metrics`"
+    assert markdown_table() in METRICS_MD.read_text(), "docs/METRICS.md: paste `python -m plumbing.metrics`"
 
 
 def test_gauges_are_set_again_until_changed():
@@ -266,7 +266,7 @@ def test_gauges_are_set_again_until_changed():
     registry is global): a value overwritten behind the facade's back is restored."""
     code = (
         "import time, prometheus_client as pc\n"
-        "from learner.metrics import Metrics\n"
+        "from plumbing.metrics import Metrics\n"
         "m = Metrics(backend='prometheus', refresh_s=0.05)\n"
         "m.set('hopzero_learner_loss', 0.7, term='total')\n"
         "m._objects['hopzero_learner_loss'].labels(term='total').set(0.0)  # as if forgotten\n"
@@ -452,7 +452,7 @@ ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
 @ray.remote(num_cpus=0)
 class Probe:
     def set_once(self, tag):
-        from learner.metrics import Metrics
+        from plumbing.metrics import Metrics
         self.metrics = Metrics()  # kept: its refresher thread lives with the actor
         self.metrics.set("hopzero_selfplay_model_version", 7, actor=tag)
         return self.metrics.backend

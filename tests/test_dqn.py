@@ -5,6 +5,7 @@ the learner's window and step, and the ``dqn`` player."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -15,7 +16,8 @@ from replay_helpers import random_game_record
 from actors.dqn import DQNWorker
 from ccengine.encoding import encoding_for
 from ccengine.engines import new_state
-from ccengine.players import PlayerSpecError, make_player
+from ccengine.players import PlayerSpecError
+from learner.players import make_player
 from hopzero.config import ConfigError, load_config
 from learner import dqn_player, network_player  # noqa: F401 - register the dqn and mcts SPECs
 from learner.dqn import DQNConfig, DQNTrainer, TransitionWindow, dqn_targets, epsilon_at, n_step_transitions
@@ -70,7 +72,7 @@ def test_worker_records_whole_games_against_greedy(records):
             assert rec.reward[t] == pytest.approx(0.01 * rows)
             assert index[np.argmax(prob)] == j * RULES.cells + after[j] and prob.sum() == 1
         last = np.flatnonzero(rec.to_move == side)[-1]
-        end = {0: 0.0, 1: 10.0, -1: -10.0}[rec.outcome if side == 0 else -rec.outcome]
+        end = {0.0: -10.0, 0.5: 0.0, 1.0: 10.0}[float(rec.scores[side])]
         if last + 1 < rec.num_positions:
             assert rec.reward[last] == pytest.approx(end + 0.01 * _rows(rec, int(last), side), abs=1e-6)
         else:  # the game's last ply: its move is in no recorded position, a few rows at most
@@ -106,7 +108,8 @@ def test_epsilon_schedule():
 def test_dqn_record_round_trip(records):
     for rec in records:
         back = decode_record(encode_record(rec))
-        assert back.same_as(rec) and back.kind == "dqn" and back.schema == SCHEMA
+        assert back.same_as(rec) and back.kind == "dqn"
+        assert msgpack.unpackb(encode_record(rec), raw=False)["schema"] == SCHEMA
 
 
 def test_bad_dqn_records_are_refused(records):
@@ -129,16 +132,17 @@ def test_bad_dqn_records_are_refused(records):
 
 
 def test_old_and_forged_schemas(records):
-    search = random_game_record(RULES, 3, max_plies=20)
+    old_records = Path(__file__).parent / "data" / "records-schema3"
     # A schema-1 record (written before DQN) has no kind: it is a search record.
-    doc = msgpack.unpackb(encode_record(search), raw=False)
+    doc = msgpack.unpackb((old_records / "selfplay-cc49.msgpack").read_bytes(), raw=False)
     old = {**doc, "schema": 1, "meta": {k: v for k, v in doc["meta"].items() if k != "kind"}}
     back = decode_record(msgpack.packb(old, use_bin_type=True))
-    assert back.kind == "search" and back.schema == 1 and back.reward is None
+    assert back.kind == "search" and back.reward is None
     # A DQN record claiming schema 1, or one without its kind, is refused.
-    doc = msgpack.unpackb(encode_record(records[0]), raw=False)
-    with pytest.raises(RecordError, match="kind 'dqn' .*schema 1"):
+    doc = msgpack.unpackb((old_records / "dqn-paper.msgpack").read_bytes(), raw=False)
+    with pytest.raises(RecordError, match="kind 'dqn' in a schema-1 record"):
         decode_record(msgpack.packb({**doc, "schema": 1}, use_bin_type=True))
+    doc = msgpack.unpackb(encode_record(records[0]), raw=False)
     no_kind = {**doc, "meta": {k: v for k, v in doc["meta"].items() if k != "kind"}}
     with pytest.raises(RecordError, match="meta.kind"):
         decode_record(msgpack.packb(no_kind, use_bin_type=True))

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from evaluator.arena import MatchResult, SideRecord
+from ccengine import preset
+from evaluator.arena import play_match
 from evaluator.elo import EloLadder, elo_from_score, score_from_elo
 
 
@@ -126,15 +127,11 @@ def test_json_round_trip(tmp_path):
         EloLadder.from_dict({"format": "something else", "version": 1})
 
 
-def test_record_an_arena_match():
-    result = MatchResult(
-        preset="cc49", a="v3", b="greedy", games=10, seed=0, random_opening=3, a_wins=6, b_wins=3, draws=1,
-        mean_plies=50.0, mean_legal_moves=20.0, seat_wins=(5, 4), a_first=SideRecord(3, 1, 1),
-        a_second=SideRecord(3, 2, 0), a_results=(1,) * 6 + (-1,) * 3 + (0,),
-    )  # fmt: skip
+def test_record_a_match_and_refuse_nonsense():
+    result = play_match(preset("small-4-3"), "greedy", "random", games=10, seed=0)
     ladder = EloLadder()
-    rec = ladder.record_match(result)
-    assert (rec.a, rec.b, rec.wins, rec.draws, rec.losses) == ("v3", "greedy", 6, 1, 3)
+    rec = ladder.record("greedy", "random", *result.pairwise(0, 1))
+    assert (rec.a, rec.b, rec.wins + rec.draws + rec.losses) == ("greedy", "random", 10)
     with pytest.raises(ValueError):
         ladder.record("v3", "v3", 1, 0, 0)
     with pytest.raises(ValueError):

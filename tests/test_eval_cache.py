@@ -137,7 +137,7 @@ def test_a_search_plays_the_same_with_the_cache_and_it_hits_across_games():
 
 
 def test_the_network_player_answers_later_moves_from_its_cache():
-    from ccengine import make_player
+    from learner.players import make_player
     from learner.network_player import network_player
 
     assert network_player is not None  # registers mcts

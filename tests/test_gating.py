@@ -1,18 +1,36 @@
-"""Gating: the exact 55% rule, complete pairs only, min_games, and the GSPRT."""
+"""Gating: the exact 55% rule, complete sets only, min_games, the GSPRT, for two players and for N;
+and the two-player gate's decisions on recorded games are those it took before it served N."""
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ccengine import preset
+from evaluator.arena import play_match
 from evaluator.gating import Gate, GateConfig, gate_results, gsprt_llr
 
+STAR3 = preset("star3")
+STAR4 = preset("star4")
 
-def results(wins: int, draws: int, losses: int) -> list[int]:
-    return [1] * wins + [0] * draws + [-1] * losses
+
+def vector(result: int) -> tuple[float, float]:
+    """A two-player game's result vector from the candidate's +1 / 0 / -1."""
+    return ((1.0, 0.0), (0.5, 0.5), (0.0, 1.0))[1 - result]
+
+
+def results(wins: int, draws: int, losses: int) -> list[tuple[float, float]]:
+    return [vector(r) for r in [1] * wins + [0] * draws + [-1] * losses]
+
+
+def record_pair(gate: Gate, pair: int, first: int, second: int):
+    gate.record(pair, 0, vector(first))
+    return gate.record(pair, 1, vector(second))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,8 +96,8 @@ def test_draw_rules():
 def test_no_sprt_means_all_games():
     gate = Gate(GateConfig(games=20))
     for pair in range(9):
-        assert gate.record_pair(pair, 1, 1).decision == "continue"
-    assert gate.record_pair(9, 1, 1).decision == "promote"
+        assert record_pair(gate, pair, 1, 1).decision == "continue"
+    assert record_pair(gate, 9, 1, 1).decision == "promote"
     assert gate.llr is None
 
 
@@ -91,7 +109,7 @@ def test_no_sprt_means_all_games():
 def test_half_pairs_never_count():
     gate = Gate(GateConfig(games=20, sprt=True, min_games=2))
     for pair in range(10):  # the first game of every pair finishes: all wins
-        r = gate.record(pair, 0, 1)
+        r = gate.record(pair, 0, vector(1))
         assert r.games == 0 and r.decision == "continue"
     assert gate.pending_games == 10
     assert gate.score == 0
@@ -109,11 +127,11 @@ def test_short_games_finishing_first_cannot_decide():
     short = [(p, p % 2) for p in range(20)]
     long = [(p, 1 - p % 2) for p in range(20)]
     for pair, game in short:
-        assert gate.record(pair, game, +1).decision == "continue"
+        assert gate.record(pair, game, vector(+1)).decision == "continue"
     assert gate.counted_games == 0
     final = None
     for pair, game in long:
-        final = gate.record(pair, game, -1)
+        final = gate.record(pair, game, vector(-1))
     assert final is not None
     assert final.score == pytest.approx(0.5)
     assert final.decision == "reject"
@@ -121,19 +139,19 @@ def test_short_games_finishing_first_cannot_decide():
 
 def test_in_order_waits_for_the_earliest_pair():
     gate = Gate(GateConfig(games=20))
-    gate.record_pair(1, 1, 1)
-    gate.record_pair(2, 1, 1)
+    record_pair(gate, 1, 1, 1)
+    record_pair(gate, 2, 1, 1)
     assert gate.counted_games == 0 and gate.pending_games == 4  # pair 0 is still running
-    gate.record(0, 1, -1)
+    gate.record(0, 1, vector(-1))
     assert gate.counted_games == 0
-    gate.record(0, 0, -1)
+    gate.record(0, 0, vector(-1))
     assert gate.counted_games == 6
 
 
 def test_out_of_order_counts_complete_pairs_as_they_come():
     gate = Gate(GateConfig(games=20, in_order=False))
-    gate.record_pair(3, 1, 0)
-    gate.record(5, 0, 1)
+    record_pair(gate, 3, 1, 0)
+    gate.record(5, 0, vector(1))
     assert gate.counted_games == 2 and gate.pending_games == 1
     assert gate.score == Fraction(3, 4)
 
@@ -146,10 +164,10 @@ def test_out_of_order_counts_complete_pairs_as_they_come():
 )
 def test_arrival_order_never_changes_the_result(outcomes, order, sprt):
     cfg = GateConfig(games=24, min_games=8, sprt=sprt, elo0=-150, elo1=150, alpha=0.1, beta=0.1)
-    expected = gate_results(outcomes, cfg)
+    expected = gate_results([vector(r) for r in outcomes], cfg)
     gate = Gate(cfg)
     for index in order:
-        gate.record(index // 2, index % 2, outcomes[index])
+        gate.record(index // 2, index % 2, vector(outcomes[index]))
     got = gate.result()
     assert (got.decision, got.wins, got.draws, got.losses, got.games) == (
         expected.decision,
@@ -163,11 +181,11 @@ def test_arrival_order_never_changes_the_result(outcomes, order, sprt):
 def test_decision_is_final():
     gate = Gate(GateConfig(games=20, sprt=True, min_games=10, elo0=-200, elo1=200))
     for pair in range(5):
-        gate.record_pair(pair, 1, 1)
+        record_pair(gate, pair, 1, 1)
     assert gate.decision == "promote"
     frozen = gate.result()
     for pair in range(5, 10):
-        gate.record_pair(pair, -1, -1)
+        record_pair(gate, pair, -1, -1)
     assert gate.decision == "promote"
     assert gate.result().games == frozen.games
 
@@ -175,14 +193,14 @@ def test_decision_is_final():
 def test_bad_input_is_refused():
     gate = Gate(GateConfig(games=4, min_games=0))
     with pytest.raises(ValueError, match="outside"):
-        gate.record(2, 0, 1)
-    with pytest.raises(ValueError, match="0 or 1"):
-        gate.record(0, 2, 1)
-    with pytest.raises(ValueError, match=r"\+1, 0 or -1"):
-        gate.record(0, 0, 2)
-    gate.record(0, 0, 1)
+        gate.record(2, 0, vector(1))
+    with pytest.raises(ValueError, match=r"rotation=2 must be in 0..1"):
+        gate.record(0, 2, vector(1))
+    with pytest.raises(ValueError, match="scores has 3 entries; the game has 2 players"):
+        gate.record(0, 0, (1.0, 0.0, 0.0))
+    gate.record(0, 0, vector(1))
     with pytest.raises(ValueError, match="already recorded"):
-        gate.record(0, 0, 1)
+        gate.record(0, 0, vector(1))
 
 
 @pytest.mark.parametrize(
@@ -240,10 +258,10 @@ def test_min_games_is_respected():
     cfg = GateConfig(games=200, min_games=40, sprt=True, elo0=-100, elo1=100)
     gate = Gate(cfg)
     for pair in range(19):
-        r = gate.record_pair(pair, 1, 1)
+        r = record_pair(gate, pair, 1, 1)
         assert r.decision == "continue"
     assert gate.llr is not None and gate.llr > cfg.upper_bound  # clear long before min_games
-    r = gate.record_pair(19, 1, 1)
+    r = record_pair(gate, 19, 1, 1)
     assert r.games == 40 and r.decision == "promote"
 
 
@@ -251,9 +269,9 @@ def simulate(cfg: GateConfig, p_win: float, p_draw: float, rng: np.random.Genera
     """Play a match of independent games with the given outcome chances until the gate stops."""
     gate = Gate(cfg)
     p = [p_win, p_draw, 1.0 - p_win - p_draw]
-    for pair in range(cfg.pairs):
+    for pair in range(cfg.games // 2):
         first, second = (int(x) for x in rng.choice([1, 0, -1], size=2, p=p))
-        if gate.record_pair(pair, first, second).decision != "continue":
+        if record_pair(gate, pair, first, second).decision != "continue":
             break
     return gate
 
@@ -297,3 +315,115 @@ def test_the_plots_and_the_dashboard_read_the_threshold_from_the_gate_config(tmp
     assert _gate_threshold(rundir) == default  # no run here yet
     rundir.start(load_config("demo", overrides=["evaluation.gate.threshold=0.6"]), versions={})
     assert _gate_threshold(rundir) == 0.6
+
+
+# ---------------------------------------------------------------------------------------------
+# Two players are N = 2: the decisions on recorded games
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_two_player_gate_decides_recorded_games_as_it_always_has():
+    """Real match games (cc49 and star2, shipped networks at different simulations, greedy, alpha-beta),
+    recorded in the order they finished with the decisions, counts, scores and LLRs the two-player
+    gate took on them under eight configurations before the gate served N players: the one gate
+    takes the same decisions, at the same game, with the same LLR."""
+    data = json.loads((Path(__file__).parent / "data" / "gate_games.json").read_text())
+    checked = 0
+    for match in data["matches"]:
+        for name, fields in data["configs"].items():
+            gate = Gate(GateConfig(**{**fields, "threshold": Fraction(fields["threshold"])}))
+            decisions = []
+            for pair, game, result in match["games"]:
+                if pair < gate.sets:
+                    decisions.append(gate.record(pair, game, vector(result)).decision)
+            got = gate.result()
+            want = match["decisions"][name]
+            assert (got.decision, got.games, got.wins, got.draws, got.losses) == (
+                want["decision"], want["games"], want["wins"], want["draws"], want["losses"]), (match["a"], name)
+            assert got.score == want["score"] and got.llr == want["llr"]
+            first = decisions.index(got.decision) + 1 if got.decision != "continue" else None
+            assert first == want["decided_after_received"]
+            checked += 1
+    assert checked == 48
+
+
+# ---------------------------------------------------------------------------------------------
+# N players: the candidate against N-1 copies of the best
+# ---------------------------------------------------------------------------------------------
+
+
+def test_n_player_sets_count_complete_in_order_and_exactly():
+    gate = Gate(GateConfig(games=6, min_games=0, threshold="1/2"), players=3)
+    assert gate.sets == 2 and gate.games == 6
+    gate.record(1, 0, (1.0, 0.0, 0.0))  # set 1 before set 0: pending
+    assert gate.result().games == 0 and gate.result().pending_games == 1
+    for rotation in range(3):
+        gate.record(0, rotation, (0.0, 1.0, 0.0))  # behind one copy, level with the other
+    assert (gate.result().wins, gate.result().draws, gate.result().losses) == (0, 3, 3)
+    gate.record(1, 1, (0.5, 0.5, 0.0))
+    result = gate.record(1, 2, (1 / 3, 1 / 3, 1 / 3))
+    # comparisons: set 0: 3 draws 3 losses; set 1: 2 + 1 + 0 wins, 0 + 1 + 2 draws
+    assert (result.wins, result.draws, result.losses) == (3, 6, 3)
+    assert result.decision == "promote" and result.score == 0.5  # 12/24 reaches 1/2 exactly
+    assert "over 6 games (12 comparisons)" in result.reason
+    bad = Gate(GateConfig(games=6, min_games=0), players=3)
+    bad.record(0, 0, (1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="already recorded"):
+        bad.record(0, 0, (1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="3 players"):
+        bad.record(0, 1, (1.0, 0.0))
+    with pytest.raises(ValueError, match="less than one set"):
+        Gate(GateConfig(games=2, min_games=0), players=3)
+
+
+def test_n_player_draw_rules_and_the_set_sample():
+    """A set of star3 gives 2 * 3 * 2 = 12 half points at most; ``ignore`` leaves level comparisons out."""
+    games = [(1.0, 0.0, 0.0), (0.5, 0.5, 0.0), (1 / 3, 1 / 3, 1 / 3)]  # 2 wins; 1 win 1 draw; 2 draws
+    half = gate_results(games, GateConfig(games=6, min_games=0), players=3)
+    assert (half.wins, half.draws, half.losses, half.games) == (3, 3, 0, 3)
+    assert half.score == pytest.approx(9 / 12)
+    assert gate_results(games, GateConfig(games=6, min_games=0, draws="loss"), players=3).score == 0.5
+    assert gate_results(games, GateConfig(games=6, min_games=0, draws="ignore"), players=3).score == 1.0
+    sprt = Gate(GateConfig(games=30, min_games=0, sprt=True), players=3)
+    sprt.feed(games)
+    assert sprt._by_set_points[9] == 1 and sum(sprt._by_set_points) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    games=st.lists(st.sampled_from([(1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.5, 0.5, 0.0, 0.0),
+                                    (0.25, 0.25, 0.25, 0.25), (0.0, 0.0, 0.5, 0.5)]), min_size=12, max_size=12),
+    order=st.permutations(range(12)),
+)
+def test_n_player_arrival_order_never_changes_the_result(games, order):
+    cfg = GateConfig(games=12, min_games=4, sprt=True, elo0=-150, elo1=150, alpha=0.1, beta=0.1)
+    expected = gate_results(games, cfg, players=4)
+    gate = Gate(cfg, players=4)
+    for index in order:
+        gate.record(index // 4, index % 4, games[index])
+    got = gate.result()
+    assert (got.decision, got.wins, got.draws, got.losses, got.games, got.llr) == (
+        expected.decision, expected.wins, expected.draws, expected.losses, expected.games, expected.llr)
+
+
+def _gate(candidate, best, config, rules=STAR3, seed=5):
+    n = rules.players
+    gate = Gate(config, n)
+    play_match(rules, candidate, *[best] * (n - 1), games=gate.games, seed=seed,
+               on_game=gate.record, should_stop=lambda: gate.finished)
+    return gate.result()
+
+
+def test_gate_promotes_the_stronger_candidate_and_rejects_the_weaker():
+    config = GateConfig(games=12, min_games=0)
+    up = _gate("greedy", "random", config)
+    assert up.decision == "promote" and up.games == 12 and up.wins + up.draws + up.losses == 24
+    assert up.score >= 0.55
+    down = _gate("random", "greedy", config)
+    assert down.decision == "reject" and down.score < 0.55
+    # with the SPRT a clear case stops early, never before min_games
+    sprt = _gate("greedy", "random", GateConfig(games=40, min_games=8, sprt=True, elo0=-100, elo1=300),
+                 rules=STAR4)
+    assert sprt.decision == "promote" and 8 <= sprt.games < 40 and sprt.games % 4 == 0
+
+

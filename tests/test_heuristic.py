@@ -1,5 +1,5 @@
 """Stage-1 greedy self-play data (actors.heuristic): legal replays, greedy targets, values from
-the outcome, the 5:3:2 start mix, the keep fraction, draws discarded, determinism."""
+the result vector, the 5:3:2 start mix, the keep fraction, draws discarded, determinism."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def test_records_decode_and_replay_as_legal_games(cc49_records):
         assert rec.model_version == -1 and rec.actor == "h-0"
         last = replay(CC49, rec, first_ply_is_start=False)
         assert rec.plies == rec.start_pieces.shape[0] + rec.num_positions
-        assert final_move_exists(last, rec.outcome)
-        assert rec.outcome in (-1, 1)  # draws are discarded
+        assert final_move_exists(last, rec.scores)
+        assert sorted(rec.scores) == [0.0, 1.0]  # draws are discarded
 
 
 def test_targets_are_every_move_of_largest_forward_distance(cc49_records):
@@ -66,11 +66,10 @@ def test_targets_are_every_move_of_largest_forward_distance(cc49_records):
                 assert played in greedy_candidates(CC49, mover, legal)
 
 
-def test_values_are_the_outcome_from_the_movers_view(cc49_records):
+def test_values_are_the_result_vector_at_every_position(cc49_records):
     _, records = cc49_records
     for rec in records:
-        expected = np.where(rec.to_move == 0, rec.outcome, -rec.outcome)
-        assert np.array_equal(rec.root_value, expected.astype(np.float32))
+        assert np.array_equal(rec.root_shares, np.tile(rec.scores, (rec.num_positions, 1)))
 
 
 def test_random_moves_start_is_history():
@@ -186,7 +185,7 @@ def test_star_records_have_greedy_targets():
     assert records  # greedy against greedy on the star is often drawn by repetition, not always
     advance = star.geometry.advances
     for rec in records:
-        assert decode_record(encode_record(rec)).same_as(rec) and rec.outcome in (-1, 1)
+        assert decode_record(encode_record(rec)).same_as(rec) and sorted(rec.scores) == [0.0, 1.0]
         states, h = record_states(rec)
         for t in range(rec.num_positions):
             lists, mover = states[h + t], int(rec.to_move[t])
@@ -210,7 +209,7 @@ def test_an_alphabeta_teacher_plays_its_search_move_and_makes_it_the_one_target(
     assert records and w.stats()["records"] == len(records)
     teacher = AlphaBetaPlayer(star, depth=2)
     for rec in records:
-        assert decode_record(encode_record(rec)).same_as(rec) and rec.outcome in (-1, 1)
+        assert decode_record(encode_record(rec)).same_as(rec) and sorted(rec.scores) == [0.0, 1.0]
         states, h = record_states(rec)
         state = State(star, board_of(star, states[0]), 0, 0)
         for i in range(1, len(states)):
@@ -226,7 +225,7 @@ def test_an_alphabeta_teacher_plays_its_search_move_and_makes_it_the_one_target(
 
 def test_a_teacher_that_is_not_greedy_or_alphabeta_is_refused():
     from actors.config import StageOneConfig
-    from ccengine.fields import FieldError
+    from plumbing.fields import FieldError
 
     for spec in ("minimax", "mcts:sims=8", "alphabeta:depth=0", "alphabeta:speed=1"):
         with pytest.raises(FieldError, match="teacher"):

@@ -15,7 +15,8 @@ import torch
 from test_cli import hopzero_command
 
 from actors.selfplay import SelfPlayWorker
-from ccengine import make_player, preset
+from ccengine import preset
+from learner.players import make_player
 from ccengine.encoding import encoding_for
 from ccengine.engines import new_state
 from ccengine.players import PlayerSpecError

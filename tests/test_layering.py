@@ -1,8 +1,9 @@
 """The rooms' dependency order, checked by import-linter's contracts in pyproject.toml.
 
-``ccengine`` <- ``learner`` <- ``actors``, ``evaluator`` <- ``hopzero``: a room imports only the
-rooms below it, ``ccengine`` imports neither torch nor Ray nor Redis, and no room has an import
-cycle between its modules. The check reads the installed packages; a copy with one forbidden
+``plumbing`` <- ``ccengine`` <- ``learner`` <- ``actors``, ``evaluator`` <- ``hopzero``: a room
+imports only the rooms below it, ``ccengine`` imports neither torch nor Ray nor Redis, ``plumbing``
+(what every room shares) none of torch, Redis or ONNX Runtime, and no room has an import cycle
+between its modules. The check reads the installed packages; a copy with one forbidden
 import added shows that each contract does catch what it forbids.
 """
 
@@ -19,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
-ROOMS = ("ccengine", "learner", "actors", "evaluator", "hopzero")
+ROOMS = ("plumbing", "ccengine", "learner", "actors", "evaluator", "hopzero")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -54,6 +55,8 @@ def _copy_rooms(dest: Path) -> None:
         ("learner/model.py", "import evaluator.gating", "Rooms"),
         ("actors/selfplay.py", "import evaluator.elo", "Rooms"),
         ("ccengine/search.py", "import torch", "ccengine is the game"),
+        ("plumbing/fields.py", "import ccengine.rules", "Rooms"),
+        ("plumbing/run_files.py", "import redis", "plumbing is what every room shares"),
         ("learner/model.py", "import learner.service", "No import cycles"),
     ],
 )

@@ -9,8 +9,8 @@ from test_cli import run, run_json
 
 from ccengine import new_state, preset
 from evaluator.arena import play_match
-from evaluator.game_log import FILE, add_match_games, read_games
-from evaluator.results import ResultsError, append_result, read_results, result_line, results_table
+from evaluator.game_log import FILE, add_match_games, game_scores, read_games
+from evaluator.results import ResultsError, append_result, read_results, result_lines, results_table
 
 TINY = preset("small-4-3")
 
@@ -28,7 +28,7 @@ def test_every_game_keeps_its_moves_and_they_replay_to_its_result(kw):
     assert [g.index for g in match.played] == list(range(5))
     for game in match.played:
         state = _replayed(TINY, game.moves)
-        assert state.is_terminal() and state.result() == game.result and state.ply == game.plies
+        assert state.is_terminal() and tuple(state.scores()) == game.scores and state.ply == game.plies
     assert match == play_match(TINY, "greedy", "greedy-stochastic", games=5, seed=11, keep_moves=True)  # same games
     assert all(g.moves == () for g in play_match(TINY, "greedy", "random", games=2, seed=1, **kw).played)
     assert "played" not in match.to_dict()
@@ -40,13 +40,15 @@ def test_the_game_log_keeps_the_newest_games_by_seat(tmp_path):
                             software={"hopzero": "0"}, keep=5)
     assert [g["id"] for g in added] == [0, 1, 2]
     for entry, game in zip(added, match.played, strict=True):
-        assert entry["players"] == (["greedy", "random"] if game.a_seat == 0 else ["random", "greedy"])
+        assert entry["players"] == (["greedy", "random"] if game.seats[0] == 0 else ["random", "greedy"])
         assert entry["model_versions"][entry["players"].index("greedy")] == 4
-        assert entry["moves"] == [list(m) for m in game.moves] and entry["result"] == game.result
+        assert entry["moves"] == [list(m) for m in game.moves] and entry["scores"] == list(game.scores)
         assert entry["rules"] == TINY.to_dict() and entry["config_hash"] == "h" and entry["match_seed"] == 2
     add_match_games(tmp_path, TINY, match, kind="gate", model_versions=(5, 4), config_hash="h", software={}, keep=5)
     kept = read_games(tmp_path)
     assert [g["id"] for g in kept] == [1, 2, 3, 4, 5] and kept[-1]["kind"] == "gate"
+    # a line written before (schema 1: seat 0's +1 / 0 / -1) reads as its result vector
+    assert game_scores({"result": -1}) == [0.0, 1.0] and game_scores({"scores": [0.5, 0.5]}) == [0.5, 0.5]
     assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
 
 
@@ -68,11 +70,11 @@ def test_the_evaluator_keeps_the_games_of_its_match_against_greedy(tmp_path):
     kept = read_games(tmp_path)
     evaluation = json.loads((tmp_path / "evaluations.jsonl").read_text().splitlines()[-1])
     assert len(kept) == evaluation["games"] == 4
-    assert sum(1 for g in kept if g["result"] != 0) == evaluation["wins"] + evaluation["losses"]
+    assert sum(1 for g in kept if len(set(g["scores"])) > 1) == evaluation["wins"] + evaluation["losses"]
     for g in kept:
         assert sorted(g["players"]) == ["greedy", "v3"] and g["kind"] == "greedy" and g["config_hash"] == "cafe"
         assert g["model_versions"][g["players"].index("v3")] == 3 and "numpy" in g["software"]
-        assert _replayed(TINY, g["moves"]).result() == g["result"]
+        assert list(_replayed(TINY, g["moves"]).scores()) == g["scores"]
     assert (tmp_path / FILE).read_text().count("\n") == 4
 
 
@@ -103,7 +105,7 @@ def test_match_out_into_a_missing_directory_fails_before_playing(tmp_path):
 
 def test_bad_results_lines_are_named(tmp_path):
     path = tmp_path / "r.jsonl"
-    good = result_line(play_match(TINY, "greedy", "random", games=2, seed=0), {})
+    [good] = result_lines(play_match(TINY, "greedy", "random", games=2, seed=0), {})
     for bad, needle in [
         ("not json\n", "not JSON"),
         (json.dumps({**good, "format": "other"}) + "\n", "not a hopzero.match-result line"),
@@ -125,7 +127,7 @@ def test_bad_results_lines_are_named(tmp_path):
 def test_the_table_anchors_at_greedy_else_names_its_anchor(tmp_path):
     path = tmp_path / "r.jsonl"
     for a, b, seed in (("random", "greedy", 1), ("greedy-stochastic", "random", 2)):
-        append_result(path, result_line(play_match(TINY, a, b, games=4, seed=seed), {}))
+        append_result(path, *result_lines(play_match(TINY, a, b, games=4, seed=seed), {}))
     table = results_table(read_results(path), "small-4-3")
     assert table["anchor"] == "greedy"
     ratings = {p["name"]: p["elo"] for p in table["players"]}

@@ -1,4 +1,4 @@
-"""Three or more players (issue 16): the max-n search, the value-vector head on every backend,
+"""Three or more players: the max-n search, the value-vector head on every backend,
 N-player records and the replay window, and a short real star3 training run."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch
 from replay_helpers import random_game_record
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
-from ccengine import make_player
+from learner.players import make_player
 from ccengine._core import State
 from ccengine._search import RolloutEvaluator, SearchForest
 from ccengine.encoding import PieceTracker, absolute_seats, encoding_for, mover_frame
@@ -219,15 +219,14 @@ def star3_record(seed: int = 4, plies: int = 9):
     shares = np.tile(np.float32([0.5, 0.3, 0.2]), (plies, 1))
     return make_record(
         run_id="r", rules=STAR3, config_hash="h", model_version=3, actor="t", seed=seed,
-        pieces=np.asarray(pieces), to_move=to_move, policies=policies,
-        root_value=2 * shares[np.arange(plies), to_move] - 1, outcome=0, plies=plies + 40,
+        pieces=np.asarray(pieces), to_move=to_move, policies=policies, plies=plies + 40,
         versions=VERSIONS, scores=[0.0, 0.5, 0.5], root_shares=shares,
     ), tracker
 
 
 def test_n_player_records_round_trip_and_bad_vectors_are_refused():
     rec, _ = star3_record()
-    assert rec.schema == 3 and rec.pieces.shape[1:] == (3, 10)
+    assert rec.pieces.shape[1:] == (3, 10)
     back = decode_record(encode_record(rec))
     assert back.same_as(rec)
     assert np.array_equal(back.scores, [0.0, 0.5, 0.5])
@@ -237,19 +236,11 @@ def test_n_player_records_round_trip_and_bad_vectors_are_refused():
         "does not sum to 1": dict(scores=np.float32([0.5, 0.5, 0.5])),
         "scores has shape": dict(scores=np.float32([0.5, 0.5])),
         "outside \\[0, 1\\]": dict(root_shares=np.tile(np.float32([1.5, -0.25, -0.25]), (rec.num_positions, 1))),
-        "has no scores": dict(scores=None),
-        "needs schema 3": dict(schema=2),
-        "outcome 1": dict(outcome=1),
+        "root_shares has shape": dict(root_shares=np.tile(np.float32([0.5, 0.5]), (rec.num_positions, 1))),
     }
     for message, change in bad.items():
         with pytest.raises(RecordError, match=message):
             encode_record(dataclasses.replace(rec, **change))
-    two = random_game_record(preset("cc49"), 7, max_plies=20)
-    with pytest.raises(RecordError, match="two-player record carries scores"):
-        encode_record(dataclasses.replace(two, scores=np.float32([1.0, 0.0])))
-    # Records written before schema 3 (two players) still read.
-    old = dataclasses.replace(two, schema=2)
-    assert decode_record(encode_record(old)).same_as(old)
 
 
 def test_the_window_trains_the_vector_head_in_the_movers_frame():

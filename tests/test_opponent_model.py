@@ -12,8 +12,9 @@ import pytest
 import torch
 from replay_helpers import random_game_record
 
-from ccengine import encoding_for, make_player, new_state, preset
-from ccengine.fields import FieldError
+from ccengine import encoding_for, new_state, preset
+from learner.players import make_player
+from plumbing.fields import FieldError
 from ccengine.players import PlayerSpecError
 from ccengine.search import BatchedSearch, SearchConfig, UniformEvaluator, canonical_pieces
 from ccengine.symmetry import reflect_policy

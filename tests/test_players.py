@@ -9,15 +9,14 @@ from ccengine import ReferenceState, parse_position, preset
 from ccengine.players import (
     GreedyPlayer,
     Player,
+    PlayerKind,
+    PlayerRegistry,
     PlayerSpecError,
     RandomPlayer,
     StochasticGreedyPlayer,
     greedy_candidates,
-    make_player,
-    parse_spec,
-    player_kinds,
-    register_player,
 )
+from learner.players import PLAYERS, make_player, player_kinds
 
 CC49 = preset("cc49")
 N = CC49.n
@@ -219,24 +218,36 @@ def test_unknown_player_or_option_names_what_is_valid():
         make_player("greedy:sims=3", CC49)
 
 
-def test_registered_player_options_are_parsed_and_validated():
-    made = {}
+def test_a_registry_parses_a_spec_once_and_builds_its_player():
+    made = []
 
     def factory(rules, seed, *, sims=10, model=None):
-        made.update(sims=sims, model=model)
+        made.append(dict(sims=sims, model=model))
         return RandomPlayer(rules, seed)
 
-    register_player("test-plugin", factory, options={"sims": int, "model": str}, required=["model"])
-    player = make_player("test-plugin:model=best.pt, sims=200", CC49, seed=0)
-    assert made == {"sims": 200, "model": "best.pt"}
+    plugins = PlayerRegistry([PlayerKind("test-plugin", factory, options={"sims": int, "model": str},
+                                         required=frozenset({"model"}))])
+    spec = plugins.parse("test-plugin:model=best.pt, sims=200")
+    assert spec.kind.name == "test-plugin" and spec.options == {"model": "best.pt", "sims": 200} and not made
+    player = spec.build(CC49, seed=0)
+    assert made == [{"sims": 200, "model": "best.pt"}]
     assert player.name == "test-plugin:model=best.pt, sims=200"
-    kind, options = parse_spec("test-plugin:model=x")
-    assert kind.name == "test-plugin" and options == {"model": "x"}
     with pytest.raises(PlayerSpecError, match="sims='many'"):
-        make_player("test-plugin:model=x,sims=many", CC49)
+        plugins.make("test-plugin:model=x,sims=many", CC49)
     with pytest.raises(PlayerSpecError, match="needs option.*model"):
-        make_player("test-plugin:sims=3", CC49)
+        plugins.make("test-plugin:sims=3", CC49)
     with pytest.raises(PlayerSpecError, match="key=value"):
-        make_player("test-plugin:model", CC49)
+        plugins.make("test-plugin:model", CC49)
     with pytest.raises(PlayerSpecError, match="twice"):
-        make_player("test-plugin:model=a,model=b", CC49)
+        plugins.make("test-plugin:model=a,model=b", CC49)
+    with pytest.raises(ValueError, match="player names repeat"):
+        PlayerRegistry([PlayerKind("x", factory), PlayerKind("x", factory)])
+    with pytest.raises(ValueError, match="required option"):
+        PlayerKind("y", factory, required=frozenset({"model"}))
+
+
+def test_every_player_kind_is_listed_in_one_registry():
+    """The registry is written out in one place (learner.players): no import fills it by side effect."""
+    assert list(player_kinds()) == ["random", "greedy", "greedy-stochastic", "alphabeta", "mcts-rollout", "mcts",
+                                    "dqn"]
+    assert player_kinds() == PLAYERS.kinds

@@ -7,7 +7,7 @@ import pytest
 
 from evaluator import promotion
 from evaluator.promotion import HISTORY_FILE, log_promotion, promote, promotion_history, write_pointer
-from learner.run_files import BEST_FILE, PromotionError, read_best, sha256_file
+from plumbing.run_files import BEST_FILE, PromotionError, read_best, sha256_file
 
 
 @pytest.fixture

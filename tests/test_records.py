@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 import zlib
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -78,15 +80,15 @@ def test_record_content(record):
 def test_make_record_validates():
     start = RULES.geometry.start_board()
     pieces = np.array([[[i for i in range(49) if start[i] == p] for p in (0, 1)]])
-    with pytest.raises(RecordError, match="outcome"):
+    with pytest.raises(RecordError, match="scores does not sum to 1"):
         make_record(run_id="r", rules=RULES, config_hash="c", model_version=0, actor="a", seed=1,
-                    pieces=pieces, to_move=[0],
-                    policies=[([1], [1.0])], root_value=[0.0], outcome=3, plies=1)
+                    pieces=pieces, to_move=[0], policies=[([1], [1.0])], scores=(1.0, 1.0), root_shares=None,
+                    plies=1)
 
 
 def test_encode_refuses_an_invalid_record(record):
-    with pytest.raises(RecordError, match="root_value"):
-        encode_record(dataclasses.replace(record, root_value=np.full(record.num_positions, 2.0, np.float32)))
+    with pytest.raises(RecordError, match="root_shares has a value outside"):
+        encode_record(dataclasses.replace(record, root_shares=np.full((record.num_positions, 2), 2.0, np.float32)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,7 +198,6 @@ def test_foreign_and_future_records(record):
 
 def test_bad_metadata(record):
     doc = _doc(record)
-    _refused(_pack({**doc, "meta": {**doc["meta"], "outcome": 2}}), "outcome 2")
     _refused(_pack({**doc, "meta": {**doc["meta"], "seed": -1}}), "seed")
     _refused(_pack({**doc, "meta": {**doc["meta"], "run_id": 5}}), "run_id is int")
     _refused(_pack({**doc, "meta": {**doc["meta"], "rules": {"n": 2}}}), "rules")
@@ -214,10 +215,11 @@ def test_inconsistent_shapes_and_dtypes(record):
     t = record.num_positions
     _with(record, "to_move has shape", to_move=a["to_move"][:-1])
     _with(record, "pieces has shape", pieces=a["pieces"][:, :, :5].copy())
-    _with(record, "root_value has shape", root_value=np.zeros(t + 1, np.float32))
+    _with(record, "root_shares has shape", root_shares=np.zeros((t + 1, 2), np.float32))
     _with(record, "policy_prob has dtype", policy_prob=a["policy_prob"].astype(np.float64))
     _with(record, "policy_index .* and policy_prob .* differ", policy_prob=a["policy_prob"][:-1])
-    _with(record, "arrays missing", root_value=None)
+    _with(record, "arrays missing", root_shares=None)
+    _with(record, "unknown or repeated array 'root_value'", root_value=np.zeros(t, np.float32))  # a schema-3 field
     _with(record, "keep has bytes other than 0/1", keep=np.full(t, 2, np.uint8).view(bool))
     _with(record, "start_pieces has shape", start_pieces=np.zeros((2, 6), np.int8))
 
@@ -264,11 +266,14 @@ def test_bad_policy_values(record):
 
 def test_bad_values_and_positions(record):
     a = _arrays(_doc(record))
-    rv = a["root_value"].copy()
-    rv[0] = 1.5
-    _with(record, "root_value", root_value=rv)
-    rv[0] = np.inf
-    _with(record, "root_value", root_value=rv)
+    rs = a["root_shares"].copy()
+    rs[0] = (1.5, -0.5)
+    _with(record, "root_shares has a value outside", root_shares=rs)
+    rs[0] = (np.inf, 0.0)
+    _with(record, "root_shares has a value outside", root_shares=rs)
+    rs[0] = (0.25, 0.25)
+    _with(record, "root_shares does not sum to 1", root_shares=rs)
+    _with(record, "scores does not sum to 1", scores=np.array([1.0, 1.0], np.float32))
     w = a["weight"].copy()
     w[0] = -1
     _with(record, "weight", weight=w)
@@ -296,3 +301,73 @@ def _game_lasts(rules, seed: int, plies: int) -> bool:
     except RecordError:
         return False
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Records written before: schema 3 (two players: outcome and root_value)
+# ---------------------------------------------------------------------------------------------
+
+OLD = Path(__file__).parent / "data" / "records-schema3"
+
+
+def _old_records():
+    return json.loads((OLD / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("entry", _old_records(), ids=lambda e: e["file"])
+def test_records_of_the_schema_before_read_as_result_vectors(entry):
+    """Real records of the actors as they were (self-play and stage 1 on cc49, star2 and star3, DQN on
+    paper), with the figures those actors wrote: decoded into today's layout, the result vector
+    and the root value vectors say what ``outcome`` and ``root_value`` said."""
+    data = (OLD / entry["file"]).read_bytes()
+    assert msgpack.unpackb(data, raw=False)["schema"] == 3
+    rec = decode_record(data)
+    assert (rec.kind, rec.num_positions, rec.plies, rec.preset) == (entry["kind"], entry["positions"], entry["plies"],
+                                                                    entry["preset"])
+    players = preset(entry["preset"]).players
+    if entry["scores"] is None:  # a two-player record: outcome +1 / 0 / -1 from player 0's side
+        assert list(rec.scores) == [(1 + entry["outcome"]) / 2, (1 - entry["outcome"]) / 2]
+        mover = int(rec.to_move[0])
+        assert 2 * rec.root_shares[0, mover] - 1 == pytest.approx(entry["root_value_first"], abs=1e-6)
+    else:
+        assert list(rec.scores) == pytest.approx(entry["scores"])
+    assert rec.root_shares.shape == (rec.num_positions, players)
+    again = decode_record(encode_record(rec))  # written again: schema 4, the same record
+    assert again.same_as(rec) and msgpack.unpackb(encode_record(rec), raw=False)["schema"] == SCHEMA
+
+
+@pytest.mark.parametrize("entry", [e for e in _old_records() if e["kind"] == "search"], ids=lambda e: e["file"])
+def test_records_of_the_schema_before_train_on_the_targets_they_gave(entry):
+    """The learner's window took, from each old record, value targets z (outcome) and q (root value)
+    in the mover's view (recorded then): the shares it takes now are those, in the mover's frame."""
+    from ccengine.encoding import encoding_for
+    from learner.replay.window import WindowMirror
+
+    rules = preset(entry["preset"])
+    then = json.loads((OLD / "window_targets.json").read_text())[entry["file"]]
+    window = WindowMirror(None, encoding_for(rules, "general", history=2), window_positions=4096, value_target="zq")
+    n = window.add_record(decode_record((OLD / entry["file"]).read_bytes()))
+    assert n == then["positions"] and window._to_move[:n].tolist() == then["to_move"]
+    z, q = window._z[:n], window._q[:n]
+    if rules.players == 2:  # then: the mover's z in {-1, 0, 1} and q on [-1, 1]
+        assert (z[:, 0] - z[:, 1]).tolist() == then["z"]
+        assert (q[:, 0] - q[:, 1]).tolist() == pytest.approx(then["q"], abs=1e-6)
+    else:  # then already the vectors, in the mover's frame
+        np.testing.assert_allclose(z, then["z"], atol=1e-7)
+        np.testing.assert_allclose(q, then["q"], atol=1e-7)
+
+
+def test_an_old_record_with_bad_results_is_refused(record):
+    """The reading of schema-3 fields is as strict as today's: a broken outcome or root value is refused."""
+    data = (OLD / "selfplay-cc49.msgpack").read_bytes()
+    doc = msgpack.unpackb(data, raw=False)
+    _refused(_pack({**doc, "meta": {**doc["meta"], "outcome": 2}}), "outcome 2 is not -1, 0 or 1")
+    meta = dict(doc["meta"])
+    del meta["outcome"]
+    _refused(_pack({**doc, "meta": meta}), r"meta lacks \['outcome'\]")
+    arrays = _arrays({**doc, "data": zlib.decompress(doc["data"]) if doc["codec"] == "zlib" else doc["data"]})
+    bad = arrays["root_value"].copy()
+    bad[0] = 1.5
+    _refused(_pack(doc, {**arrays, "root_value": bad}), r"root_value has a value outside \[-1, 1\]")
+    del arrays["root_value"]
+    _refused(_pack(doc, arrays), "root_value is missing")

@@ -1,4 +1,4 @@
-"""The reference engine against hand-checked positions: every rule of shared/RULES.md."""
+"""The reference engine against hand-checked positions: every rule of docs/RULES.md."""
 
 import pytest
 

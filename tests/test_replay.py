@@ -39,7 +39,8 @@ def games(n: int, rules=RULES, run_id: str = "run-a", plies: int = 30, **kw) -> 
 
 
 def expected_positions(recs, lists, enc=ENC):
-    """(planes, dense policy, z) of every trainable position, in insertion order, built without the mirror."""
+    """(planes, dense policy, z, q) of every trainable position, in insertion order, built without the mirror
+    (z and q: the result vector and the root value vector in the mover's frame)."""
     rules = enc.rules
     out = []
     for rec, per in zip(recs, lists):
@@ -53,8 +54,8 @@ def expected_positions(recs, lists, enc=ENC):
             pol = np.zeros(enc.policy_size, np.float32)
             pol[enc.move_indices(current, moves, tm)] = prob.astype(np.float32)
             pol /= pol.sum()
-            z = rec.outcome if tm == 0 else -rec.outcome
-            out.append((enc.encode_one(per[t][: enc.history], tm), pol, float(z), float(rec.root_value[t])))
+            z, q = np.roll(rec.scores, -tm), np.roll(rec.root_shares[t], -tm)  # the mover's frame: mover first
+            out.append((enc.encode_one(per[t][: enc.history], tm), pol, z, q))
     return out
 
 
@@ -182,7 +183,7 @@ def test_window_slides_and_holds_the_newest_positions_exactly(encoding):
         planes, pol, z, _ = expected[batch.index[b]]
         np.testing.assert_array_equal(batch.planes[b], planes)
         np.testing.assert_allclose(batch.policy[b], pol, atol=1e-6)
-        assert batch.value[b] == z
+        np.testing.assert_array_equal(batch.value[b], z)
     assert not batch.reflected.any() and (batch.weight == 1).all()
 
 
@@ -196,7 +197,7 @@ def test_value_targets_weights_and_keep_mask():
     batch = mirror.sample(200, np.random.default_rng(2), augment=False)
     for b in range(200):
         _, _, z, q = expected[batch.index[b]]
-        assert batch.value[b] == pytest.approx(0.5 * (z + q))
+        np.testing.assert_allclose(batch.value[b], 0.5 * (z + q), rtol=1e-6)
         assert batch.weight[b] == weights[batch.index[b]]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ccengine import PieceTracker, encoding_for, make_player, new_state, parse_position, preset
+from ccengine import PieceTracker, encoding_for, new_state, parse_position, preset
+from learner.players import make_player
 from ccengine.players import PlayerSpecError
 from ccengine.search_player import SearchPlayer, game_piece_history
 from evaluator.arena import play_match

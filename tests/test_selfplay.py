@@ -76,10 +76,10 @@ def test_records_decode_and_replay_as_legal_games(played):
         assert rec.model_version == 7
         last = replay(RULES, rec)
         # one move from each state, history and recorded positions; the last one (not recorded)
-        # ends the game with the recorded outcome
+        # ends the game with the recorded result vector
         assert rec.plies == rec.start_pieces.shape[0] + rec.num_positions
-        assert final_move_exists(last, rec.outcome)
-        assert np.all(np.abs(rec.root_value) <= 1.0)
+        assert final_move_exists(last, rec.scores)
+        np.testing.assert_allclose(rec.root_shares.sum(axis=1), 1.0, rtol=1e-6)
         assert rec.keep is None and rec.weight is None
 
 
@@ -178,11 +178,11 @@ def test_resignation_ends_games_as_losses():
     s = w.stats()
     assert records and s["resigned"] == s["games_finished"] == len(records)
     for rec in records:
-        assert rec.outcome == -1  # player 0 resigned
+        assert list(rec.scores) == [0.0, 1.0]  # player 0 resigned
         # player 0 searches at plies 2 and 4 (random opening: plies 0, 1) and resigns at ply 4,
         # which is not recorded: positions at plies 2 and 3
         assert rec.num_positions == 2 and rec.plies == RANDOM_PLIES + 2
-        assert (rec.root_value[rec.to_move == 0] == -1).all()
+        assert (rec.root_shares[rec.to_move == 0, 0] == 0).all()  # player 0 saw its share as nothing
         replay(RULES, rec)
         assert decode_record(encode_record(rec)).same_as(rec)
     assert s["playout_games"] == 0 and s["would_resign"] == 0
@@ -196,13 +196,13 @@ def test_playout_games_count_false_resignations():
     assert s["playout_games"] == s["games_finished"] == len(records)
 
     def would_resign(rec):  # two consecutive own searched moves of player 0 below -0.5
-        low = rec.root_value[rec.to_move == 0] < -0.5
+        low = 2 * rec.root_shares[rec.to_move == 0, 0] - 1 < -0.5
         return bool((low[1:] & low[:-1]).any())
 
     would = [r for r in records if would_resign(r)]
     assert len(would) >= len(records) // 2  # most games last long enough for two moves of player 0
     assert s["would_resign"] == len(would)  # player 1's values are +1: it never would
-    not_lost = sum(1 for r in would if r.outcome != -1)
+    not_lost = sum(1 for r in would if r.scores[0] > 0)
     assert s["false_resignations"] == not_lost
     assert s["false_resignation_rate"] == pytest.approx(not_lost / len(would))
 

@@ -20,7 +20,7 @@ from ccengine.notation import Position, format_position
 from ccengine.reference import is_witness_path, move_path
 from evaluator.arena import play_match
 from evaluator.game_log import add_match_games, read_games
-from evaluator.results import append_result, result_line
+from evaluator.results import append_result, result_lines
 from hopzero.web.app import create_app
 from hopzero.web.board import cell_points
 from hopzero.web.opponents import Limits
@@ -53,7 +53,7 @@ def client(tmp_path):
                         software={})
     results = tmp_path / "results.jsonl"
     for a, b, seed in (("greedy", "random", 1), ("greedy-stochastic", "greedy", 2), ("random", "greedy-stochastic", 3)):
-        append_result(results, result_line(play_match(preset("small-4-3"), a, b, games=4, seed=seed), {}))
+        append_result(results, *result_lines(play_match(preset("small-4-3"), a, b, games=4, seed=seed), {}))
     app = create_app([run], Limits(max_simulations=500, max_depth=3, max_searches=1, max_games=3), [results])
     with TestClient(app) as c:
         yield c
@@ -413,7 +413,7 @@ def test_a_kept_game_replays_move_by_move(client, game_id):
     rules = preset(kept["preset"])
     data = client.get(f"/api/runs/0/games/{game_id}").json()
     assert data["board"]["cells"] == rules.cells and data["board"]["kind"] == rules.geometry.kind
-    assert data["moves"] == kept["moves"] and data["result"] == kept["result"]
+    assert data["moves"] == kept["moves"] and data["scores"] == kept["scores"]
     assert data["players"] == kept["players"]
     seven = data["model_versions"].index(7)
     assert data["players"][seven] == "greedy"  # model versions by seat, as the players
@@ -425,7 +425,7 @@ def test_a_kept_game_replays_move_by_move(client, game_id):
         else:
             assert path[0] == s and path[-1] == e and is_witness_path(rules, state.board, path)
         state.play((s, e))
-    assert state.is_terminal() and state.result() == data["result"]
+    assert state.is_terminal() and list(state.scores()) == data["scores"]
 
 
 def test_bad_game_requests_name_the_problem(client):

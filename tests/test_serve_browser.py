@@ -29,7 +29,7 @@ from ccengine import PASS, new_state, preset
 from ccengine.players import GreedyPlayer
 from evaluator.arena import play_match
 from evaluator.game_log import add_match_games
-from evaluator.results import append_result, result_line
+from evaluator.results import append_result, result_lines
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -76,7 +76,7 @@ def _results(tmp: Path) -> Path:
     path = tmp / "results.jsonl"
     for i, a in enumerate(ROUND_ROBIN):
         for b in ROUND_ROBIN[i + 1:]:
-            append_result(path, result_line(play_match(preset("cc49"), a, b, games=6, seed=i), {}))
+            append_result(path, *result_lines(play_match(preset("cc49"), a, b, games=6, seed=i), {}))
     return path
 
 

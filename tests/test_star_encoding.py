@@ -16,7 +16,7 @@ from ccengine.encoding import (
     view_cells,
 )
 from ccengine.engines import new_state, state_class
-from ccengine.players import make_player
+from learner.players import make_player
 from ccengine.rules import preset
 from ccengine.star import STAR_DIRECTIONS
 from ccengine.symmetry import (

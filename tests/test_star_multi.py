@@ -647,7 +647,7 @@ def test_the_engine_protocol_plays_six_players() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "seats 4 players: give them with --players"),
+        (["match", "--preset", "star4", "--a", "greedy", "--b", "random"], "star4 seats 4 players, 2 SPECs were given"),
         (["play", "--preset", "star3", "--side", "3"], "seats players 0..2"),
     ],
 )

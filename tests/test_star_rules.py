@@ -23,7 +23,8 @@ from ccengine.notation import (
     start_position,
 )
 from ccengine.perft_data import STAR_START_PERFT
-from ccengine.players import greedy_candidates, make_player
+from ccengine.players import greedy_candidates
+from learner.players import make_player
 from ccengine.reference import (
     IllegalMoveError,
     ReferenceState,

@@ -11,7 +11,7 @@ from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 from ccengine.encoding import PieceTracker, encoding_for, policy_indices
 from ccengine.engines import new_state, state_class
 from ccengine.notation import Position, format_position, parse_position
-from ccengine.players import make_player
+from learner.players import make_player
 from ccengine.rules import preset
 from ccengine.symmetry import reflect_board, reflect_pieces
 from learner.inference import Inference
@@ -45,11 +45,10 @@ def greedy_star_game(seed: int) -> tuple[GameRecord, list[dict]]:
         move = player.select(state)
         state.play(move)
         tracker.play(move)
-    result = state.result()
     rec = make_record(
         run_id="star-run", rules=STAR, config_hash="h", model_version=-1, actor="test", seed=seed,
-        pieces=np.asarray(pieces), to_move=to_move, policies=policies,
-        root_value=np.zeros(len(pieces), np.float32), outcome=int(result), plies=state.ply, versions=VERSIONS,
+        pieces=np.asarray(pieces), to_move=to_move, policies=policies, scores=state.scores(), root_shares=None,
+        plies=state.ply, versions=VERSIONS,
     )
     return rec, oracle
 
@@ -105,7 +104,7 @@ def test_samples_and_their_reflections_sit_on_legal_moves(games):
         support = set(np.flatnonzero(batch.policy[b]).tolist())
         assert support and support <= allowed
         assert batch.policy[b].sum() == pytest.approx(1.0, abs=1e-5)
-        assert batch.value[b] in (-1.0, 0.0, 1.0)
+        assert tuple(batch.value[b]) in ((1.0, 0.0), (0.5, 0.5), (0.0, 1.0))  # the result vector, mover first
 
 
 def test_a_tiny_network_trains_on_star_samples(games):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from test_cli import run, run_json
 
-from ccengine import make_player, preset
+from ccengine import preset
+from learner.players import make_player
 from ccengine.alphabeta import WEIGHTS_FORMAT, AlphaBetaPlayer, read_weights
 from ccengine.engines import new_state
 from ccengine.players import PlayerSpecError

@@ -14,6 +14,8 @@ from ccengine.players import PlayerSpecError
 from evaluator.arena import play_match
 from evaluator.tournament import Tournament, TournamentError
 
+STAR3 = preset("star3")
+
 RULES = preset("small-4-3")
 PLAYERS = ["random", "greedy", "alphabeta:depth=1", "alphabeta:depth=2"]
 
@@ -33,7 +35,7 @@ def test_every_pair_plays_its_games_and_random_anchors_the_ladder(tmp_path):
     assert [s.elo for s in result.standings] == sorted((s.elo for s in result.standings), reverse=True)
     # Each pair's record is the match the arena plays with the pair's seed.
     t = tournament(tmp_path / "other.jsonl")
-    alone = play_match(RULES, "greedy", "alphabeta:depth=1", games=6, seed=t.pair_seed("greedy", "alphabeta:depth=1"))
+    alone = play_match(RULES, "greedy", "alphabeta:depth=1", games=6, seed=t.group_seed(("greedy", "alphabeta:depth=1")))
     pair = next(p for p in result.pairs if (p.a, p.b) == ("greedy", "alphabeta:depth=1"))
     assert (pair.wins, pair.draws, pair.losses) == (alone.a_wins, alone.draws, alone.b_wins)
 
@@ -42,8 +44,8 @@ def test_an_interrupted_tournament_resumes_where_it_stopped(tmp_path):
     path = tmp_path / "games.jsonl"
     played = []
 
-    def stop_after_eight(a, b, index, a_result):
-        played.append((a, b, index))
+    def stop_after_eight(group, index, scores):
+        played.append((*group, index))
         if len(played) == 8:
             raise KeyboardInterrupt
 
@@ -51,9 +53,9 @@ def test_an_interrupted_tournament_resumes_where_it_stopped(tmp_path):
         tournament(path).run(on_game=stop_after_eight)
     assert len(path.read_text().splitlines()) == 1 + 8
     with open(path, "a") as f:
-        f.write('{"a": "random", "b": "gre')  # a crash mid-line
+        f.write('{"group": ["random", "gre')  # a crash mid-line
     resumed = []
-    result = tournament(path).run(on_game=lambda a, b, i, r: resumed.append((a, b, i)))
+    result = tournament(path).run(on_game=lambda group, i, scores: resumed.append((*group, i)))
     assert len(resumed) == 6 * 6 - 8 and not set(resumed) & set(played)
     fresh = tournament(tmp_path / "fresh.jsonl").run()
     assert result.pairs == fresh.pairs and result.standings == fresh.standings
@@ -73,9 +75,29 @@ def test_a_file_of_another_tournament_or_of_nothing_is_refused(tmp_path):
     with pytest.raises(TournamentError, match="not a hopzero tournament file"):
         tournament(garbage).run()
     forged = tmp_path / "forged.jsonl"
-    forged.write_text(before + '{"a": "random", "b": "nobody", "index": 0, "a_result": 1}\n')
+    forged.write_text(before + '{"group": ["random", "nobody"], "index": 0, "scores": [1, 0]}\n')
     with pytest.raises(TournamentError, match="line 14 is not a game of this tournament"):
         tournament(forged, games=2).run()
+
+
+def test_a_file_written_before_by_a_two_player_tournament_resumes(tmp_path):
+    """Two-player tournaments wrote A's result, ``{"a", "b", "index", "a_result"}``: read as the
+    result vectors the lines hold now, and the tournament goes on from there."""
+    path = tmp_path / "games.jsonl"
+    tournament(path, games=2).run()
+    lines = path.read_text().splitlines()
+    old = [lines[0]]
+    for line in lines[1:]:
+        row = json.loads(line)
+        a, b = row["group"]
+        result = {1.0: 1, 0.5: 0, 0.0: -1}[row["scores"][0]]
+        old.append(json.dumps({"a": a, "b": b, "index": row["index"], "a_result": result}))
+    converted = tmp_path / "old.jsonl"
+    converted.write_text("\n".join(old[:-3]) + "\n")  # three games still to play
+    resumed = []
+    result = tournament(converted, games=2).run(on_game=lambda group, i, scores: resumed.append(i))
+    assert len(resumed) == 3
+    assert result == tournament(path, games=2).result()
 
 
 def test_bad_tournaments_are_refused_before_any_game(tmp_path):
@@ -84,7 +106,7 @@ def test_bad_tournaments_are_refused_before_any_game(tmp_path):
         tournament(path, players=["greedy"])
     with pytest.raises(TournamentError, match="named twice: 'greedy'"):
         tournament(path, players=["greedy", "random", "greedy"])
-    with pytest.raises(TournamentError, match="games=3: give an even number"):
+    with pytest.raises(TournamentError, match="games=3: give a multiple of 2"):
         tournament(path, games=3)
     with pytest.raises(PlayerSpecError):
         tournament(path, players=["greedy", "alphabeta:depth=99"])
@@ -129,3 +151,35 @@ def test_a_published_record_against_greedy_sits_beside_the_ladder_without_moving
     with pytest.raises(TournamentError, match="in which greedy plays"):
         tournament(tmp_path / "bad.jsonl", players=["random", "alphabeta:depth=1"], references=["x=1-0-0"])
     assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_a_star3_round_robin_rates_pairwise_comparisons_anchored_and_ordered(tmp_path):
+    from evaluator.tournament import Tournament, TournamentError, write_outputs
+
+    players = ["greedy", "random", "alphabeta:depth=2"]
+    with pytest.raises(TournamentError, match="multiple of 3"):
+        Tournament(STAR3, players[:3], games=4, seed=0, path=tmp_path / "x.jsonl")
+    with pytest.raises(TournamentError, match="at least 3"):
+        Tournament(STAR3, players[:2], games=3, seed=0, path=tmp_path / "x.jsonl")
+    t = Tournament(STAR3, players[:3], games=6, seed=3, path=tmp_path / "games.jsonl")
+    result = t.run()
+    assert result.complete and t.groups() == [tuple(players[:3])]
+    assert all(p.games == 6 for p in result.pairs)  # one group of 6 games: 6 comparisons per pair
+    # the pairs are the match's pairwise comparisons, replayed here with the group's seed
+    seed = int(__import__("numpy").random.SeedSequence([3, 0, 1, 2]).generate_state(1)[0])
+    alone = play_match(STAR3, *players[:3], games=6, seed=seed)
+    pair = next(p for p in result.pairs if (p.a, p.b) == ("greedy", "alphabeta:depth=2"))
+    assert (pair.wins, pair.draws, pair.losses) == alone.pairwise(0, 2)
+    standings = {s.player: s for s in result.standings}
+    assert result.anchor == "random" and standings["random"].elo == 0
+    assert standings["greedy"].vs_greedy == 0 and standings["random"].vs_greedy < 0
+    assert standings["random"].elo < min(standings["greedy"].elo, standings["alphabeta:depth=2"].elo)
+    assert [s.elo for s in result.standings] == sorted((s.elo for s in result.standings), reverse=True)
+    assert Tournament(STAR3, players[:3], games=6, seed=3, path=tmp_path / "games.jsonl").run() == result  # resumed
+    files = write_outputs(result, tmp_path / "out", random_opening=3)
+    assert all(f.is_file() for f in files)
+    assert "pairwise comparisons" in result.text()
+    # four players: every three of them play
+    four = Tournament(STAR3, players[:3] + ["greedy-stochastic"], games=3, seed=1, path=tmp_path / "four.jsonl")
+    assert len(four.groups()) == 4
+    assert all(p.games == 2 * 3 for p in four.run().pairs)  # each pair meets in two groups

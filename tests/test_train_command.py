@@ -18,7 +18,7 @@ from train_helpers import TINY
 from hopzero.config import ConfigError, load_config
 from hopzero.train import train
 from learner.model_files import shipped_model_path
-from learner.run_files import sha256_file
+from plumbing.run_files import sha256_file
 
 
 def test_train_shows_its_progress_and_no_ray_noise(tmp_path):

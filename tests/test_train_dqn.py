@@ -10,7 +10,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from ccengine.players import PlayerSpecError, make_player  # noqa: E402
+from ccengine.players import PlayerSpecError  # noqa: E402
+from learner.players import make_player
 from evaluator.arena import play_match  # noqa: E402
 from evaluator.promotion import promotion_history  # noqa: E402
 from hopzero.config import load_config  # noqa: E402
@@ -18,7 +19,7 @@ from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import train  # noqa: E402
 from learner.checkpoint import latest_checkpoint  # noqa: E402
 from learner.model_files import read_model_file  # noqa: E402
-from learner.run_files import read_best  # noqa: E402
+from plumbing.run_files import read_best  # noqa: E402
 
 TINY_DQN = [
     "network.size=tiny",

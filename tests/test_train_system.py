@@ -25,7 +25,7 @@ from hopzero.config import load_config  # noqa: E402
 from hopzero.rundir import RunDir  # noqa: E402
 from hopzero.train import train  # noqa: E402
 from learner.records import decode_record  # noqa: E402
-from learner.run_files import read_best  # noqa: E402
+from plumbing.run_files import read_best  # noqa: E402
 
 TINY = [*train_helpers.TINY, train_helpers.PROMOTE_ANY]
 

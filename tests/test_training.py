@@ -16,7 +16,7 @@ from torch import nn
 
 from learner.inference import Inference
 from learner.model import NetConfig, PolicyValueNet
-from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
+from torch_helpers import one_thread, shares  # noqa: F401 (autouse fixture)
 
 from learner.training import LearnerConfig, Trainer, l2_parameters, load_weights_into, loss_terms, lr_at
 
@@ -32,7 +32,7 @@ def make_batch(cfg: NetConfig = TINY, b: int = 8, seed: int = 0, moves: int = 12
     for i in range(b):
         idx = rng.choice(cfg.policy_size, size=moves, replace=False)
         policy[i, idx] = rng.dirichlet(np.ones(moves))
-    value = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=b)
+    value = shares(rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=b))
     return types.SimpleNamespace(planes=planes, policy=policy, value=value)
 
 
@@ -47,7 +47,8 @@ def test_loss_terms_match_hand_computation():
     torch.manual_seed(0)
     model = PolicyValueNet(TINY).eval()  # eval: the forward pass below sees the same statistics
     batch = make_batch(b=5, seed=1)
-    batch.value = np.array([1.0, -1.0, 0.5, 0.0, -0.25], dtype=np.float32)  # any target in [-1, 1]
+    target = np.array([1.0, -1.0, 0.5, 0.0, -0.25], dtype=np.float32)  # any target in [-1, 1]
+    batch.value = shares(target)
     lam = 3e-3
     got = {k: v.detach() for k, v in loss_terms(model, batch, l2=lam, value_loss_weight=0.7).items()}
     with torch.no_grad():
@@ -56,7 +57,7 @@ def test_loss_terms_match_hand_computation():
     z = logits - logits.max(axis=1, keepdims=True)
     log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
     ce = -np.mean(np.sum(batch.policy * log_p, axis=1))
-    mse = np.mean((v - batch.value) ** 2)
+    mse = np.mean((v - target) ** 2)
     kernels = [m.weight.detach().double().numpy() for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
     l2 = lam * sum(float(np.sum(w * w)) for w in kernels)
     assert float(got["policy_ce"]) == pytest.approx(ce, rel=1e-5)
@@ -88,9 +89,10 @@ def test_value_loss_uses_the_target_it_is_given():
     batch = make_batch(b=6, seed=2)
     with torch.no_grad():
         _, v = model(torch.from_numpy(batch.planes))
+    z = batch.value[:, 0] - batch.value[:, 1]
     q = np.linspace(-0.9, 0.9, 6).astype(np.float32)
-    for target in (batch.value, (batch.value + q) / 2):
-        b = types.SimpleNamespace(planes=batch.planes, policy=batch.policy, value=target)
+    for target in (z, (z + q) / 2):
+        b = types.SimpleNamespace(planes=batch.planes, policy=batch.policy, value=shares(target))
         got = loss_terms(model, b)["value_mse"].item()
         assert got == pytest.approx(float(np.mean((v.numpy() - target) ** 2)), rel=1e-6)
 

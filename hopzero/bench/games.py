@@ -4,12 +4,13 @@ What the games look like rather than how fast they go: mean length in plies, leg
 position, the score each seat collected (the result vector summed over the games: a win counts
 1, a shared win its share, a draw 1/N to every seat), the games each seat won or shared, and the
 end reasons. Each player's first ``--random-opening`` moves are uniformly random (the seed
-paper's evaluation protocol), so that games differ; game ``g``'s seat ``p`` draws its moves from
-``SeedSequence([seed, g, p])``. Two-player presets work too (their score vectors are
-``(1, 0)``, ``(0, 1)`` or ``(0.5, 0.5)``); ``hopzero match`` is the two-player match of two SPECs.
+paper's evaluation protocol, ``ccengine.game_loop``), so that games differ; game ``g`` draws its
+opening from ``SeedSequence([seed, g])`` and seat ``p``'s player from ``SeedSequence([seed, g,
+p])``. Two-player presets work the same (their score vectors are ``(1, 0)``, ``(0, 1)`` or
+``(0.5, 0.5)``).
 
 ``--players SPEC ...`` (one SPEC per seat) plays different players against each other instead:
-an N-player match (``evaluator.arena.play_multi_match``, every seat rotation, one opening a set,
+a match (``evaluator.arena.play_match``, every seat rotation, one opening a set,
 seeded from ``--seed``), reported per player (mean score, games won, mean score from each seat)
 beside the games' length; docs/BENCHMARKS.md's table of ``greedy`` against ``alphabeta`` on
 star3, star4 and star6 comes from it.
@@ -23,10 +24,11 @@ from collections import Counter
 
 import numpy as np
 
-from ccengine.engines import new_state
-from ccengine.players import PlayerSpecError, make_player
+from ccengine.game_loop import play_game
+from ccengine.players import PlayerSpecError
 from ccengine.rules import Rules
 from hopzero.bench.common import ArgKit, BenchError, Report
+from learner.players import make_player, parse_spec
 
 __all__ = ["NAME", "SUMMARY", "add_arguments", "play_games", "play_mixed", "run"]
 
@@ -52,27 +54,20 @@ def play_games(rules: Rules, spec: str, *, games: int, seed: int, random_opening
     won = np.zeros(players, dtype=np.int64)
     reasons: Counter[str] = Counter()
     start = time.perf_counter()
+    parsed = parse_spec(spec)
+    seats = [parsed.build(rules) for _ in range(players)]
     for g in range(games):
-        streams = [np.random.SeedSequence([seed, g, p]) for p in range(players)]
-        seats = [make_player(spec, rules, stream) for stream in streams]
-        openers = [np.random.default_rng(stream.spawn(1)[0]) for stream in streams]
-        state = new_state(rules)
-        while not state.is_terminal():
-            moves = state.legal_moves()
-            positions += 1
-            legal += len(moves)
-            mover = state.to_move
-            if state.ply < random_opening * players:
-                move = moves[int(openers[mover].integers(len(moves)))]
-            else:
-                move = seats[mover].select(state)
-            state.play(move)
-        scores = state.scores()
-        plies += state.ply
-        score += scores
-        if min(scores) < max(scores):  # a draw shares the point but is nobody's win
-            won += np.asarray(scores) > 0
-        reasons[state.end_reason] += 1
+        for p, player in enumerate(seats):
+            player.reset(np.random.SeedSequence([seed, g, p]))
+        opening = np.random.default_rng(np.random.SeedSequence([seed, g]))
+        game = play_game(rules, seats, opening_rng=opening, random_opening=random_opening)
+        positions += game.positions
+        legal += game.legal_moves
+        plies += game.plies
+        score += game.scores
+        if min(game.scores) < max(game.scores):  # a draw shares the point but is nobody's win
+            won += np.asarray(game.scores) > 0
+        reasons[game.state.end_reason] += 1
     return {
         "preset": rules.name,
         "player": spec,
@@ -91,10 +86,10 @@ def play_games(rules: Rules, spec: str, *, games: int, seed: int, random_opening
 
 def play_mixed(rules: Rules, specs: list[str], *, games: int, seed: int, random_opening: int = 3) -> dict[str, object]:
     """``--players``: a match of ``specs`` (one per seat) in every seat rotation; the statistics."""
-    from evaluator.arena import play_multi_match
+    from evaluator.arena import play_match
 
     start = time.perf_counter()
-    m = play_multi_match(rules, specs, games=games, seed=seed, random_opening=random_opening)
+    m = play_match(rules, *specs, games=games, seed=seed, random_opening=random_opening)
     return {
         "preset": rules.name, "players": list(specs), "games": m.games, "random_opening": random_opening,
         "mean_plies": round(m.mean_plies, 2), "mean_legal_moves": round(m.mean_legal_moves, 2),

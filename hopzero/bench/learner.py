@@ -58,7 +58,7 @@ def learner_config(name: str) -> Any:
 def synthetic_batch(net: Any, batch: int, seed: int = 0) -> types.SimpleNamespace:
     """A batch shaped like the replay buffer's for ``net`` (a :class:`learner.model.NetConfig`):
     0/1 planes, sparse policy targets (about 30 moves with mass, as in mid-game positions),
-    values of +-1."""
+    value targets that are won or lost games (a share of 1 for one seat, in the mover's frame)."""
     rng = np.random.default_rng(seed)
     planes = rng.integers(0, 2, size=(batch, net.in_planes, net.n, net.n)).astype(np.float32)
     policy = np.zeros((batch, net.policy_size), dtype=np.float32)
@@ -66,7 +66,8 @@ def synthetic_batch(net: Any, batch: int, seed: int = 0) -> types.SimpleNamespac
     for b in range(batch):
         idx = rng.choice(net.policy_size, size=m, replace=False)
         policy[b, idx] = rng.dirichlet(np.ones(m))
-    value = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=batch)
+    seats = 2 if net.value_outputs == 1 else net.value_outputs
+    value = np.eye(seats, dtype=np.float32)[rng.integers(0, seats, size=batch)]
     return types.SimpleNamespace(planes=planes, policy=policy, value=value)
 
 

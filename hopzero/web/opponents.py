@@ -16,7 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ccengine import Rules
-from ccengine.players import Player, PlayerSpecError, make_player
+from ccengine.players import Player, PlayerSpecError
+from learner.players import make_player
 from learner.model_files import ModelNotFoundError, shipped_model_path
 from learner.network_player import network_player
 

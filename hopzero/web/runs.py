@@ -24,8 +24,8 @@ from ccengine.notation import parse_position
 from ccengine.rules import Rules
 from evaluator.elo import EloLadder
 from evaluator.game_log import FILE as GAMES_FILE
-from evaluator.game_log import read_games
-from learner.run_files import read_jsonl
+from evaluator.game_log import game_scores, read_games
+from plumbing.run_files import read_jsonl
 
 from .board import Game, GameError
 
@@ -119,7 +119,7 @@ def run_summary(index: int, path: Path) -> dict[str, Any]:
     try:
         games = [
             {"id": g.get("id"), "kind": g.get("kind"), "minutes": minutes(g), "players": g.get("players"),
-             "result": g.get("result"), "plies": g.get("plies")}
+             "scores": game_scores(g), "plies": g.get("plies")}
             for g in read_games(path)
         ][::-1][:MAX_ROWS]
     except (OSError, ValueError) as exc:
@@ -165,7 +165,7 @@ def run_game(path: Path, game_id: int) -> dict[str, Any]:
             raise GameError(f"game {game_id}, move {number}: {exc}") from None
     return {
         "id": game_id, "kind": entry.get("kind"), "players": entry.get("players"),
-        "model_versions": entry.get("model_versions"), "result": game.result,
+        "model_versions": entry.get("model_versions"), "scores": list(game.state.scores() or ()) or None,
         "start_board": [int(v) for v in game.start.board],
         "moves": [list(m) for m in game.moves], "paths": game.paths, "rules": rules,
     }

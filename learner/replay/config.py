@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ccengine.fields import check_fields, checked
+from plumbing.fields import check_fields, checked
 
 __all__ = ["ReplayConfig", "check_key_prefix"]
 

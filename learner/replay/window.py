@@ -31,9 +31,9 @@ class Batch:
     policy: np.ndarray
     """float32 ``[B, policy_size]``: dense search distribution in the network's frame."""
     value: np.ndarray
-    """float32 ``[B]``: value target from the mover's view (z, or (z + q) / 2); three or more
-    players ``[B, P]``: the result vector (or its mean with the root value vector) in the
-    mover's frame, entry 0 the mover."""
+    """float32 ``[B, P]``: the value target, the result vector (``z``, or its mean with the root
+    value vector, ``(z + q) / 2``) in the mover's frame, entry 0 the mover (the trainer turns it
+    into what the network's value head outputs: ``learner.training.value_target``)."""
     opponent_policy: np.ndarray | None
     """float32 ``[B, policy_size]``: the next ply's search distribution (the opponent's reply) in
     the frame of the position's mover, all zeros where there is none; None unless the window
@@ -50,9 +50,10 @@ class WindowMirror:
     """The learner's local copy of the newest ``window_positions`` trainable positions.
 
     Storage per position (ring arrays, preallocated): its piece lists with ``history`` states
-    (int8 ``[H, 2, k]``: built once at insert time from the record, so a position keeps its
-    history planes after older positions of its game are evicted), side to move, z, q,
-    weight, and a slice of a second ring holding its sparse policy (int16 index, float32 prob).
+    (int8 ``[H, P, k]``: built once at insert time from the record, so a position keeps its
+    history planes after older positions of its game are evicted), side to move, the result
+    vector z and the root value vector q (float32 ``[P]`` each, in the mover's frame), weight, and
+    a slice of a second ring holding its sparse policy (int16 index, float32 prob).
     Sparse because a position has ~20-30 targets out of 294 (cc49) or 810 (cc81) indices: about
     0.2 KB a position instead of 1.2 KB (cc49) or 3.2 KB (cc81) dense float32 (docs/REPLAY.md).
 
@@ -96,13 +97,8 @@ class WindowMirror:
         w, h, k, players = window_positions, encoding.history, self.rules.k, self.rules.players
         self._hist = np.full((w, h, players, k), -1, dtype=np.int8)
         self._to_move = np.zeros(w, dtype=np.int8)
-        if players > 2:
-            # max-n: the result vector and the root value vector, both in the mover's frame
-            self._z = np.zeros((w, players), dtype=np.float32)
-            self._q = np.zeros((w, players), dtype=np.float32)
-        else:
-            self._z = np.zeros(w, dtype=np.int8)
-            self._q = np.zeros(w, dtype=np.float32)
+        self._z = np.zeros((w, players), dtype=np.float32)  # the result vector, in the mover's frame
+        self._q = np.zeros((w, players), dtype=np.float32)  # the root value vector, in the mover's frame
         self._weight = np.ones(w, dtype=np.float32)
         self._pol_start = np.zeros(w, dtype=np.int64)  # serial number of its first entry
         self._pol_len = np.zeros(w, dtype=np.int32)
@@ -211,12 +207,8 @@ class WindowMirror:
         hist = np.where((src >= 0)[:, :, None, None], full[np.maximum(src, 0)], np.int8(-1))
 
         tm = rec.to_move[sel].astype(np.int64)
-        if self.rules.players > 2:
-            z = mover_frame(np.broadcast_to(rec.scores, (m, self.rules.players)), tm)
-            q = mover_frame(rec.root_shares[sel], tm)
-        else:
-            z = np.where(tm == 0, rec.outcome, -rec.outcome).astype(np.int8)
-            q = rec.root_value[sel]
+        z = mover_frame(np.broadcast_to(rec.scores, (m, self.rules.players)), tm)
+        q = mover_frame(rec.root_shares[sel], tm)
 
         # Sparse targets of the kept positions, in the network's frame, renormalized
         # (float16 probabilities sum to 1 only within ~1e-3).
@@ -337,8 +329,8 @@ class WindowMirror:
         ent %= len(self._ent_prob)
         policy[rows, self._ent_index[ent].astype(np.int64)] = self._ent_prob[ent]
 
-        z = self._z[slots].astype(np.float32)
-        value = z if self.value_target == "z" else 0.5 * (z + self._q[slots])
+        z = self._z[slots]
+        value = z.copy() if self.value_target == "z" else 0.5 * (z + self._q[slots])
         opponent = None
         if self.opponent_target:
             opponent = np.zeros((batch_size, self.encoding.policy_size), dtype=np.float32)
@@ -349,16 +341,15 @@ class WindowMirror:
             ent %= len(self._ent_prob)
             opponent[rows, self._ent_index[ent].astype(np.int64)] = self._ent_prob[ent]
         players = self.rules.players
-        perm = seat_reflection(self.rules) if players > 2 else None
-        if players > 2 and perm is None:
+        perm = seat_reflection(self.rules)
+        if perm is None:
             augment = False   # star4: no reflection keeps the mover's view of the seating
         flip = rng.random(batch_size) < 0.5 if augment else np.zeros(batch_size, dtype=bool)
-        if flip.any() and perm is not None:
+        if flip.any() and perm is not None and (perm != np.arange(players)).any():
             h = self.encoding.history
             order = np.arange(planes.shape[1])
             order[: players * h] = (np.arange(h)[:, None] * players + perm[None, :]).reshape(-1)
             planes[flip] = planes[flip][:, order]
-            value = value.copy()
             value[flip] = value[flip][:, perm]
         if flip.any():
             planes[flip] = reflect_planes(planes[flip], self.rules)

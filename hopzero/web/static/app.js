@@ -518,8 +518,12 @@ function watchRun(index) {
 
 const replay = { run: null, game: null, boards: [], ply: 0, busy: false };
 
-function resultText(result) {
-  return result === null || result === undefined ? "–" : result === 0 ? "draw" : result > 0 ? "x wins" : "o wins";
+function resultText(scores) {
+  // The result vector by seat: the winners share it, a draw splits it equally.
+  if (!Array.isArray(scores)) return "–";
+  const best = Math.max(...scores);
+  if (scores.every((x) => x === best)) return "draw";
+  return scores.flatMap((x, seat) => (x === best ? [`seat ${seat}`] : [])).join(" and ") + " won";
 }
 
 function showGames(run) {
@@ -530,7 +534,7 @@ function showGames(run) {
     tr.dataset.game = g.id;
     if (replay.game && replay.run === run.index && replay.game.id === g.id) tr.className = "chosen";
     const players = Array.isArray(g.players) ? `${g.players[0]} (x) – ${g.players[1]} (o)` : "?";
-    for (const text of [g.id, g.kind, fmt(g.minutes, 1), players, resultText(g.result), g.plies]) {
+    for (const text of [g.id, g.kind, fmt(g.minutes, 1), players, resultText(g.scores), g.plies]) {
       const td = document.createElement("td");
       td.textContent = text === null || text === undefined ? "–" : text;
       tr.appendChild(td);
@@ -573,7 +577,7 @@ function drawReplay() {
   const players = Array.isArray(d.players) ? `${d.players[0]} (x) against ${d.players[1]} (o)` : "";
   const last = replay.ply > 0 ? `, last move ${d.paths[replay.ply - 1].join("-") || "pass"}` : "";
   info.dataset.ply = replay.ply;
-  info.textContent = `Game ${d.id} (${d.kind}): ${players}. Ply ${replay.ply} of ${n}${last}` + (replay.ply === n ? `; ${resultText(d.result)}.` : ".");
+  info.textContent = `Game ${d.id} (${d.kind}): ${players}. Ply ${replay.ply} of ${n}${last}` + (replay.ply === n ? `; ${resultText(d.scores)}.` : ".");
   $("replay-first").disabled = $("replay-back").disabled = replay.ply === 0;
   $("replay-next").disabled = $("replay-last").disabled = replay.ply === n;
 }

@@ -71,7 +71,7 @@ def exported_name(name: str) -> str:
 
 
 def markdown_table() -> str:
-    """The table of docs/METRICS.md (``python -m learner.metrics`` prints it; a test compares)."""
+    """The table of docs/METRICS.md (``python -m plumbing.metrics`` prints it; a test compares)."""
     lines = ["| name | scraped as | kind | tags | meaning |", "|---|---|---|---|---|"]
     for name, (kind, description, tags) in METRICS.items():
         tag_text = ", ".join(f"`{t}`" for t in tags) or "-"
