@@ -65,7 +65,15 @@ from ccengine.players import greedy_candidates, make_player, player_kinds
 from ccengine.reference import move_path
 from ccengine.reference import perft as reference_perft
 from ccengine.render import cell_name, format_move, parse_cell, parse_human_move
-from ccengine.symmetry import reflect_planes, reflect_policy, reflect_table, seat_reflection
+from ccengine.symmetry import (
+    reflect_moves,
+    reflect_pieces,
+    reflect_planes,
+    reflect_policy,
+    reflect_position,
+    reflect_table,
+    seat_reflection,
+)
 
 Move = tuple[int, int]
 
@@ -435,6 +443,7 @@ def test_position_and_move_text_round_trip(name: str) -> None:
     names = [cell_name(rules, cell) for cell in range(rules.cells)]
     assert len(set(names)) == rules.cells
     assert [parse_cell(rules, text) for text in names] == list(range(rules.cells))
+    assert [parse_cell(rules, str(cell)) for cell in range(rules.cells)] == list(range(rules.cells))
     for position in positions[:: max(1, len(positions) // 12)]:
         state = game_state(rules, position)
         for move in state.legal_moves():
@@ -488,7 +497,7 @@ def test_perft_agrees_with_the_reference_and_the_record(name: str) -> None:
     if documented is not None:
         assert tuple(documented["cython"]) == tuple(documented["reference"]) == recorded[: documented["depth"]]
     positions = game_positions(rules, seed=2)
-    for position in positions[len(positions) // 4 :: max(1, len(positions) // 4)]:
+    for position in positions[:: max(1, len(positions) // 4)]:
         fast, slow = game_state(rules, position), reference_state(rules, position)
         assert fast.legal_moves() == slow.legal_moves()
         assert fast.perft(REFERENCE_DEPTH - 1) == reference_perft(slow, REFERENCE_DEPTH - 1), position
@@ -522,6 +531,7 @@ def test_reflection_maps_games_moves_results_planes_and_policy(name: str) -> Non
     rules = preset(name)
     table = reflect_table(rules)
     assert (table[table] == np.arange(rules.cells)).all()
+    assert table.tolist() == [rules.geometry.reflect(cell) for cell in range(rules.cells)]
     start = start_position(rules)
     perm = seat_reflection(rules)
     encodings = [encoding_for(rules, e) for e in allowed_encodings(rules)]
@@ -575,6 +585,8 @@ def _check_reflection(rules: Rules, position: Position, tracker: PieceTracker, e
     mover = position.to_move
     cells, seats = mover_reflection(rules, mover)
     mirror = reflect_position_about(rules, position, cells, seats)
+    two = rules.players == 2  # the library's own reflection of positions, moves and pieces is this one
+    assert not two or reflect_position(rules, position) == mirror and reflect_position(rules, mirror) == position
     state, image = game_state(rules, position), game_state(rules, mirror)
     assert state.is_terminal() == image.is_terminal() and state.end_reason == image.end_reason
     if state.is_terminal():
@@ -584,9 +596,11 @@ def _check_reflection(rules: Rules, position: Position, tracker: PieceTracker, e
     moves = state.legal_moves()
     reflected = [m if m == PASS else (int(cells[m[0]]), int(cells[m[1]])) for m in moves]
     assert sorted(reflected) == sorted(image.legal_moves())
+    assert not two or [tuple(m) for m in reflect_moves(rules, moves).tolist()] == reflected
     for enc in encodings:
         pieces = tracker.piece_lists(enc.history)
         mirrored = reflect_piece_lists(pieces, cells, seats)
+        assert not two or (reflect_pieces(rules, pieces) == mirrored).all()
         np.testing.assert_array_equal(enc.encode_one(mirrored, mover),
                                       window_reflection(rules, enc.encode_one(pieces, mover), enc.history))
         real = [m for m in moves if m != PASS]
@@ -730,22 +744,22 @@ def test_a_worker_record_round_trips_and_names_legal_moves(name: str) -> None:
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_engine_protocol_plays_the_first_moves(name: str) -> None:
     """``hopzero engine --preset NAME --player greedy``: the handshake names the board; then the
-    referee alternates ``position cells`` (COMPACT121 cells on the star) and ``position startpos
-    moves``, and every ``bestmove`` is a greedy move written as its witness path."""
+    referee sends each position in turn as ``position cells`` (COMPACT121 cells on the star),
+    ``position startpos moves ...`` and ``position cells <start> ... moves ...``, and every
+    ``bestmove`` is a greedy move written as its witness path."""
     rules = preset(name)
     assert engine_command_rules(name) == rules
     engine = protocol_engine(rules, "greedy", seed=7)
     lines = engine.handle("ccp")
-    assert lines[-1] == "ccpok" and f"info string preset {name} cells {rules.cells} pieces {rules.k}" in lines
+    assert lines[0].startswith("id name hopzero") and lines[-1] == "ccpok"
+    assert f"info string preset {name} cells {rules.cells} pieces {rules.k}" in lines
     assert engine.handle("isready") == ["readyok"]
     state, played = game_state(rules), []
     for ply in range(2 * rules.players + 1):
         position = position_of(state)
-        if ply % 2:
-            command = "position startpos moves " + " ".join(played) if played else "position startpos"
-        else:
-            command = cells_command(position)
-        assert engine.handle(command) == []
+        command = [cells_command(position), "position startpos moves " + " ".join(played),
+                   f"{cells_command(start_position(rules))} moves " + " ".join(played)][ply % 3]
+        assert engine.handle(command) == [] and position_of(engine.state) == position
         reply = engine.handle("go nodes 1")[-1].split()
         assert reply[0] == "bestmove" and len(reply) == 2, reply
         path = [int(cell) for cell in reply[1].split("-")]
