@@ -11,16 +11,6 @@ from ccengine import move_path, new_state, preset
 from learner.players import make_player
 
 
-def test_handshake(engine):
-    e = engine("--preset", "cc49", "--player", "greedy")
-    e.send("ccp")
-    lines = e.until("ccpok")
-    assert any(line.startswith("id name hopzero") for line in lines)
-    e.send("isready")
-    assert e.until("readyok")[-1] == "readyok"
-    assert e.close() == 0
-
-
 def test_a_whole_game_refereed_move_by_move(engine):
     """The referee owns the game: it sends every position and checks every bestmove."""
     rules = preset("cc49")
@@ -48,18 +38,6 @@ def test_a_whole_game_refereed_move_by_move(engine):
     assert state.result() in (-1, 0, 1)
     assert state.ply > 10
     assert e.close() == 0
-
-
-def test_startpos_and_hop_paths(engine):
-    rules = preset("cc49")
-    e = engine("--preset", "cc49", "--player", "greedy")
-    e.send("position startpos")
-    e.send("go movetime 50")
-    best = e.until("bestmove")[-1].split()[1]
-    path = [int(c) for c in best.split("-")]
-    state = new_state(rules)
-    assert (path[0], path[-1]) in state.legal_moves()
-    assert path == move_path(rules, state.board, (path[0], path[-1]))
 
 
 def test_startpos_with_moves_gives_the_game(engine):

@@ -178,18 +178,6 @@ def test_analyze_on_the_star_reports_witness_paths(engine):
     assert e.close() == 0
 
 
-def test_random_player_plays_the_star_from_a_given_position(engine):
-    e = engine("--preset", "star2", "--player", "random", "--seed", "4")
-    state = new_state(RULES)
-    for _ in range(3):
-        state.play(state.legal_moves()[0])
-    e.send(_cells_command(state))
-    e.send("go movetime 10")
-    path = _bestmove_path(e)
-    assert (path[0], path[-1]) in state.legal_moves() and is_witness_path(RULES, state.board, path)
-    assert e.close() == 0
-
-
 def test_a_search_player_behind_the_protocol_on_the_star(engine):
     """The tree search on the star through CCP: ``analyze`` gives visit shares over witness
     paths, and ``stop`` ends a search that would run for a day with a legal witness path."""

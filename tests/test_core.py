@@ -11,7 +11,6 @@ import pytest
 
 from ccengine import _core
 from ccengine.notation import parse_position
-from ccengine.perft_data import START_PERFT
 from ccengine.reference import IllegalMoveError, ReferenceState, perft
 from ccengine.rules import PASS, Rules, preset
 
@@ -186,13 +185,6 @@ def test_pass_is_the_only_move_of_a_blocked_player(name: str, text: str) -> None
     assert state.legal_moves() == ref.legal_moves() != [PASS]
     with pytest.raises(IllegalMoveError, match="pass is legal only"):
         state.play(PASS)
-
-
-@pytest.mark.parametrize("name", sorted(START_PERFT))
-def test_start_perft_matches_the_recorded_values(name: str) -> None:
-    """The full table of docs/perft.json (depth 5 on small boards), by the compiled engine."""
-    state = _core.State(preset(name))
-    assert tuple(state.perft(d) for d in range(1, len(START_PERFT[name]) + 1)) == START_PERFT[name]
 
 
 def test_divide_sums_to_perft_and_rejects_bad_depths() -> None:

@@ -149,21 +149,3 @@ def test_games_to_the_end(rules: Rules) -> None:
             fast.play(move)
             ref.play(move)
         assert_same(fast, ref)
-
-
-KNOWN_START_PERFT = {
-    "cc49": [10, 100, 1720],
-    "paper": [10, 100, 1780],
-    "cc81": [14, 196, 4648],
-    "small-4-3": [6, 36, 376],
-}
-
-
-@pytest.mark.parametrize("name", PRESETS)
-def test_start_perft_depth_3(name: str) -> None:
-    rules = preset(name)
-    fast = [_core.State(rules).perft(d) for d in (1, 2, 3)]
-    ref = [reference_perft(ReferenceState(rules), d) for d in (1, 2, 3)]
-    assert fast == ref
-    if name in KNOWN_START_PERFT:
-        assert fast == KNOWN_START_PERFT[name]

@@ -9,7 +9,6 @@ import torch
 from replay_helpers import random_game_record
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
-from learner.players import make_player
 from ccengine._core import State
 from ccengine._search import RolloutEvaluator, SearchForest
 from ccengine.encoding import PieceTracker, absolute_seats, encoding_for, mover_frame
@@ -126,17 +125,6 @@ def test_forest_refuses_values_of_the_wrong_shape():
         forest.expand_and_backup(priors, np.zeros(1, np.float32))
     forest.expand_and_backup(priors, np.array([[0.2, 0.3, 0.5]], np.float32))
     assert np.allclose(forest.root_value_vector(0), [0.2, 0.3, 0.5])
-
-
-@pytest.mark.parametrize("name", ["star3", "star4", "star6"])
-def test_search_players_play_n_player_games(name):
-    rules = preset(name)
-    player = make_player("mcts-rollout:sims=12,rollout=random", rules, 5)
-    state = new_state(rules)
-    for _ in range(2 * rules.players):
-        move = player.select(state)
-        assert move in state.legal_moves()
-        state.play(move)
 
 
 def _leaf_batches(rules, *, games: int = 4, moves: int = 6):

@@ -135,28 +135,6 @@ def test_cell_names_on_the_seed_board():
     assert format_move(rules, PASS) == "pass"
 
 
-@pytest.mark.parametrize("name", PRESETS)
-def test_cell_names_round_trip(name):
-    rules = preset(name)
-    names = [cell_name(rules, i) for i in range(rules.cells)]
-    assert len(set(names)) == rules.cells
-    assert [parse_cell(rules, s) for s in names] == list(range(rules.cells))
-    assert [parse_cell(rules, str(i)) for i in range(rules.cells)] == list(range(rules.cells))
-
-
-@pytest.mark.parametrize("name", PRESETS)
-def test_moves_round_trip_through_a_game(name):
-    rules = preset(name)
-    state = ReferenceState(rules)
-    for _ in range(30):
-        if state.is_terminal():
-            break
-        for move in state.legal_moves():
-            for style in ("human", "index"):
-                assert parse_human_move(rules, format_move(rules, move, style)) == move
-        state.play(state.legal_moves()[len(state.legal_moves()) // 2])
-
-
 def test_parse_human_move_forms():
     rules = preset("cc49")
     move = (35, 21)
