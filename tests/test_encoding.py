@@ -368,3 +368,29 @@ def test_policy_reflection_follows_the_moves(name):
     ridx = enc.move_indices(reflect_pieces(rules, current), reflect_moves(rules, legal), tracker.to_move)
     np.testing.assert_array_equal(reflected[ridx], policy[idx])
     assert reflected.sum() == policy.sum()
+
+
+@pytest.mark.parametrize("name", ["cc49", "small-5-3", "star2", "star3", "star4", "star6"])
+def test_each_seat_frame_turns_its_players_home_onto_player_0s(name):
+    from ccengine.encoding import seat_frame
+
+    rules = preset(name)
+    geo = rules.geometry
+    assert seat_frame(rules, 0).tolist() == list(range(rules.cells))
+    for p in range(rules.players):
+        frame = seat_frame(rules, p)
+        assert sorted(frame.tolist()) == list(range(rules.cells))
+        assert {int(frame[i]) for i in geo.home[p]} == set(geo.home[0])
+        assert {int(frame[i]) for i in geo.goal(p)} == set(geo.goal(0))
+    if rules.players == 2:  # two players: the half turn, on either board
+        assert seat_frame(rules, 1).tolist() == [rules.cells - 1 - i for i in range(rules.cells)]
+
+
+@pytest.mark.parametrize(
+    "name, perm", [("cc49", [0, 1]), ("star2", [0, 1]), ("star3", [0, 2, 1]), ("star6", [0, 5, 4, 3, 2, 1]), ("star4", None)]
+)
+def test_the_reflection_permutes_the_seats_after_the_mover_alike_for_every_mover(name, perm):
+    from ccengine.symmetry import seat_reflection
+
+    got = seat_reflection(preset(name))
+    assert (got if got is None else got.tolist()) == perm
