@@ -242,3 +242,37 @@ if __name__ == "__main__":
         sys.stdout.write("    },\n")
     sys.stdout.write("}\n")
 
+
+
+@pytest.mark.parametrize("name", ["cc49", "star2", "star3", "star6"])
+def test_the_network_evaluator_maps_indices_into_the_encodings_frame_and_back(name):
+    """The search's absolute policy indices reach the network in the encoding's frame (the
+    ``indices`` pinned above), and the opponent head's logits come back to absolute indices."""
+    import torch
+
+    from learner.inference import Inference
+    from learner.model import NetConfig, PolicyValueNet
+    from learner.network_evaluator import NetworkEvaluator
+
+    rules = preset(name)
+    _, pieces, to_move, current, _, legal = positions(rules)
+    enc = encoding_for(rules, "general")
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetConfig.for_rules(rules, enc.in_planes, "tiny", opponent_head=True)).eval()
+    evaluator = NetworkEvaluator(rules, enc, Inference(net, backend="eager", threads=1))
+    width = max(map(len, legal))
+    absolute = np.zeros((len(legal), width), dtype=np.int64)
+    framed = np.zeros_like(absolute)
+    counts = np.array([len(m) for m in legal], dtype=np.int32)
+    for b, (cur, mv, tm) in enumerate(zip(current, legal, to_move)):
+        absolute[b, : len(mv)] = policy_indices(rules, cur, mv, int(tm))
+        framed[b, : len(mv)] = policy_indices(rules, cur, mv, int(tm), rotate=True)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    got = evaluator.network_frame(absolute, to_move)
+    assert np.array_equal(np.where(valid, got, 0), framed)
+
+    every = np.broadcast_to(np.arange(enc.policy_size), (len(legal), enc.policy_size))
+    planes = enc.encode(pieces, to_move)
+    raw = evaluator.inference.evaluate_opponent(planes, framed.astype(np.int32), counts).opponent_logits
+    _, _, opponent = evaluator.evaluate_opponent(pieces, to_move, absolute.astype(np.int32), counts)
+    assert np.array_equal(opponent, np.take_along_axis(raw, evaluator.network_frame(every, to_move), axis=1))
