@@ -556,7 +556,8 @@ def _check_board(spec: EncodingSpec, rules: Rules) -> None:
         names = encodings_for(rules)
         raise ValueError(
             f"the {spec.name} encoding is for the {' and '.join(spec.boards)} only ({spec.used_by}); "
-            f"the {rules.name} board ({rules.board}) has the {', '.join(names)} encoding{'s' if len(names) > 1 else ''} only"
+            f"the {rules.name} board ({rules.board}) has the {', '.join(names)} "
+            f"encoding{'s' if len(names) > 1 else ''} only"
         )
 
 

@@ -212,9 +212,8 @@ def _draw(rules: Rules, field: Callable[[int], str], width: int) -> list[str]:
     gap = " " * (2 * half - width)
     left = min(column for _, column in drawn)  # the leftmost half-cell column
     # within a row the cells lie two half-cells apart
-    return [
-        " " * ((drawn[cells[0]][1] - left) * half) + gap.join(field(i) for i in cells) for cells in _rows(rules.geometry)
-    ]
+    rows = _rows(rules.geometry)
+    return [" " * ((drawn[cells[0]][1] - left) * half) + gap.join(field(i) for i in cells) for cells in rows]
 
 
 def render_board(

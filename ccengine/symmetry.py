@@ -137,7 +137,7 @@ def reflect_planes(planes: np.ndarray, rules: Rules | None = None) -> np.ndarray
         raise ValueError(f"planes have shape {planes.shape}, need (..., side, side)")
     side = planes.shape[-1]
     if rules is None and side > MAX_N:
-        raise ValueError(f"{side} x {side} planes are not a rhombus's (the star's are 17 x 17): pass rules= to reflect them")
+        raise ValueError(f"{side} x {side} planes are not a rhombus's (the star's?): pass rules= to reflect them")
     if rules is not None and side != plane_side(rules):
         raise ValueError(f"planes have side {side}, the {rules.name} rules need {plane_side(rules)}")
     gather = _matrix_reflection(side) if rules is None else _plane_gather(rules)

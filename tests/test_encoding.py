@@ -387,7 +387,8 @@ def test_each_seat_frame_turns_its_players_home_onto_player_0s(name):
 
 
 @pytest.mark.parametrize(
-    "name, perm", [("cc49", [0, 1]), ("star2", [0, 1]), ("star3", [0, 2, 1]), ("star6", [0, 5, 4, 3, 2, 1]), ("star4", None)]
+    "name, perm",
+    [("cc49", [0, 1]), ("star2", [0, 1]), ("star3", [0, 2, 1]), ("star6", [0, 5, 4, 3, 2, 1]), ("star4", None)],
 )
 def test_the_reflection_permutes_the_seats_after_the_mover_alike_for_every_mover(name, perm):
     from ccengine.symmetry import seat_reflection

@@ -152,7 +152,8 @@ def test_a_diamond_game_shows_and_takes_hop_chains_as_paths():
             return format_move(rules, move)
         path = move_path(rules, shadow.board, chains[0])
         if not typed:  # first the chain's ends with a cell between them that no hop lands on
-            wrong = next(x for x in range(rules.cells) if not is_witness_path(rules, shadow.board, [path[0], x, path[-1]]))
+            wrong = next(x for x in range(rules.cells)
+                         if not is_witness_path(rules, shadow.board, [path[0], x, path[-1]]))
             typed.append(f"{path[0]}-{wrong}-{path[-1]}")
             return typed[-1]
         typed.append("-".join(format_move(rules, [c]) for c in path))
