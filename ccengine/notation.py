@@ -214,6 +214,7 @@ _STAR_CELL_CHARS = ".012345"
 
 
 def _star_rules(rules: Rules) -> None:
+    """Refuse a rhombus: COMPACT121 is the star's format only."""
     if not rules.is_star:
         raise NotationError(f"COMPACT121 text is for the star (board='star'); the {rules.name} rules are a rhombus")
 
