@@ -105,6 +105,9 @@ class _Tables:
     """``(side * side,)`` float32: 1 on the board's cells, 0 elsewhere."""
     rank: np.ndarray
     """``(cells,)``: each cell's place in player 0's canonical piece-ID order."""
+    policy: np.ndarray
+    """``(P, k * cells)`` int32: ``[p, id * cells + e] = id * cells + to_frame[p, e]``, a policy
+    index as player p's frame has it."""
 
 
 @lru_cache(maxsize=32)
@@ -121,6 +124,8 @@ def _tables(geometry: Any) -> _Tables:
     order = sorted(range(cells), key=lambda i: (geometry.advance(0, i), geometry.drawn[i][1]))
     rank = np.empty(cells, dtype=np.int64)
     rank[order] = np.arange(cells)
+    ids = np.arange(geometry.k)[:, None] * cells
+    policy = (ids[None, :, :] + frames[:, None, :]).reshape(len(seats), -1).astype(np.int32)
     tables = _Tables(
         to_frame=np.hstack([frames, missing]),
         from_frame=np.hstack([inverse, missing]),
@@ -129,8 +134,9 @@ def _tables(geometry: Any) -> _Tables:
         side=geometry.grid_side,
         mask=mask,
         rank=rank,
+        policy=policy,
     )
-    for table in (tables.to_frame, tables.from_frame, tables.on_plane, tables.grid, tables.mask, tables.rank):
+    for table in (tables.to_frame, tables.from_frame, tables.on_plane, tables.grid, tables.mask, tables.rank, policy):
         table.setflags(write=False)
     return tables
 
@@ -259,10 +265,8 @@ def frame_indices(rules: Rules, indices: np.ndarray, to_move: np.ndarray, rotate
     indices = np.asarray(indices)
     if not rotate:
         return indices
-    cells = rules.cells
-    ids, dest = np.divmod(indices.astype(np.int64, copy=False), cells)
-    movers = np.asarray(to_move, dtype=np.int64).reshape(-1, *([1] * (indices.ndim - 1)))
-    return (ids * cells + _tables(rules.geometry).to_frame[movers, dest]).astype(indices.dtype, copy=False)
+    movers = np.asarray(to_move, dtype=np.intp).reshape(-1, *([1] * (indices.ndim - 1)))
+    return _tables(rules.geometry).policy[movers, indices].astype(indices.dtype, copy=False)
 
 
 class PieceTracker:

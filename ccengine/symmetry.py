@@ -34,7 +34,7 @@ import numpy as np
 
 from .encoding import plane_cells, plane_side, seat_frame
 from .notation import Position
-from .rules import MAX_N, PASS, Rules
+from .rules import MAX_N, PASS, Geometry, Rules
 
 __all__ = [
     "reflect_board",
@@ -62,11 +62,9 @@ def _reflection(geometry: Any) -> np.ndarray:
 
 @lru_cache(maxsize=None)
 def _matrix_reflection(n: int) -> np.ndarray:
-    """The rhombus's reflection on the elements of ``n x n`` planes given without rules."""
-    r, c = np.divmod(np.arange(n * n), n)
-    table = (n - 1 - c) * n + (n - 1 - r)
-    table.setflags(write=False)
-    return table
+    """The reflection of the ``n x n`` rhombus, for planes given without rules (whose grid is
+    the rhombus's matrix)."""
+    return _reflection(Geometry(n, 1))
 
 
 @lru_cache(maxsize=16)
