@@ -9,7 +9,8 @@ result is compared with the digest the code gave when these values were recorded
 ``moves`` digest means the positions themselves changed (the engine), not the encoding.
 
 To record new values after a deliberate change of the encoding (which retires the shipped
-networks): ``python tests/test_encoding_pinned.py`` prints the table.
+networks): ``python tests/test_encoding_pinned.py`` prints the table. A second test checks that the
+network evaluator hands the network these indices and maps its opponent head's answer back.
 """
 
 from __future__ import annotations
