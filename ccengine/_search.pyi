@@ -1,7 +1,6 @@
 """Type stub of the compiled batched tree search (ccengine/_search.pyx)."""
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 
@@ -13,9 +12,6 @@ STATE_BYTES: int
 
 def canonical_pieces(state: State) -> np.ndarray:
     """int8 ``[2, k]``: canonical piece-ID list of ``state``'s position."""
-
-def greedy_pick(state: State, seed: int) -> tuple[int, int]:
-    """The C greedy rule's move in ``state`` with its tie-break stream seeded by ``seed`` (tests)."""
 
 class SearchForest:
     num_games: int
@@ -85,37 +81,3 @@ class SearchForest:
         self, g: int, path: Sequence[tuple[int, int]] = ()
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None: ...
     def check_invariants(self, g: int) -> bool: ...
-
-class RolloutEvaluator:
-    needs_states: ClassVar[bool]
-    max_plies: int
-    advance_scale: float
-    policy: str
-    epsilon: float
-    temperature: float
-    rollouts: int
-    decisive: bool
-
-    def __init__(
-        self,
-        tables: RulesTables,
-        *,
-        policy: str = "greedy",
-        epsilon: float = 0.1,
-        temperature: float = 1.0,
-        rollouts: int = 1,
-        decisive: bool = False,
-        max_plies: int = 0,
-        cap_value: str = "draw",
-        advance_scale: float = 4.0,
-        seed: int = 0,
-    ) -> None: ...
-    def evaluate(
-        self,
-        pieces: np.ndarray | None,
-        to_move: np.ndarray | None,
-        legal: np.ndarray,
-        counts: np.ndarray,
-        *,
-        states: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]: ...

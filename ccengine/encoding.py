@@ -1,42 +1,41 @@
 """Network encodings: piece IDs, the network's input planes and the policy index of a move.
 
-Conventions shared with the search and the learner (fixed project-wide):
+Conventions shared with the search and the learner (fixed project-wide), for any number of
+players P (two on the rhombus; 2, 3, 4 or 6 on the star):
 
+- **Seat frame.** Player p sees the board turned so that its seat is where player 0's is
+  (:func:`seat_frame`; the geometry's ``turn``): the identity for player 0; with two players the
+  half turn ``i -> cells - 1 - i`` for player 1 (on both boards; on the star ``(q, r) -> (-q, -r)``,
+  as its cells are sorted by ``r`` then ``q`` and it is centrally symmetric); with more, the turn
+  by 60-degree steps that brings p's point to the north point.
 - **Piece IDs.** Each player's pieces carry IDs ``0..k-1`` that stay attached to the piece for a
   whole game: after move ``(s, e)`` the piece that was on ``s`` (whatever its ID) is on ``e``.
   A position given without history gets the *canonical* assignment (:func:`canonical_ids`):
-  player 0's pieces sorted by ``(r - c)`` descending then ``c`` ascending, player 1's by
-  ``(c - r)`` descending then ``c`` descending. This reproduces the start-position IDs of the seed
-  paper's code, and the two orders are each other's image under the 180-degree rotation, so a
-  rotated player 1 gets exactly the IDs player 0 would have.
-- **Piece lists.** ``pieces[..., H, 2, k]`` (any integer dtype): the cell of piece ID ``j`` of
+  player 0's pieces from its home's tip, row by row towards its goal, each row left to right as
+  the board is drawn (the rhombus: ``(r - c)`` descending then ``c`` ascending, the seed paper's
+  code's start-position IDs; the star: ascending cell index); player p's likewise in its own seat
+  frame, so a turned player p gets exactly the IDs player 0 would have (the rhombus's player 1:
+  ``(c - r)`` descending then ``c`` descending).
+- **Piece lists.** ``pieces[..., H, P, k]`` (any integer dtype): the cell of piece ID ``j`` of
   player ``p`` (absolute player numbers, not "own/opponent") in the state ``h`` plies ago
   (``h = 0`` is the current state); ``-1`` where that state is missing (before the game start,
   or a position given without history). They travel with ``to_move`` of the current state.
 - **Policy index.** Move ``(s, e)`` -> ``id_of_piece_on(s) * cells + view(e)``, size
-  ``k * cells`` (294 on 49 cells; the seed paper's "181th element" is ID 4 (1-based) to row 5,
-  column 6 (1-based): ``3 * 49 + 4 * 7 + 5 = 180``, 0-based). ``view`` is the identity for the
-  ``paper`` encoding and the 180-degree rotation ``e -> cells - 1 - e`` when player 1 is to move
-  for the ``general`` encoding (see :func:`encode_general` for why). The pass has no index (-1):
-  it is legal only as the sole move, so the search needs no prior for it.
+  ``k * cells`` (294 on 49 cells, 1210 on the star; the seed paper's "181th element" is ID 4
+  (1-based) to row 5, column 6 (1-based): ``3 * 49 + 4 * 7 + 5 = 180``, 0-based). ``view`` is
+  the identity for the ``paper`` encoding and the mover's seat frame for the ``general``
+  encoding (``Encoding.rotate``; see :func:`encode_general` for why). The pass has no index
+  (-1): it is legal only as the sole move, so the search needs no prior for it.
 
 Plane layout is batch-first and planes-first, ``(B, C, side, side)`` float32, as PyTorch's
-``Conv2d`` wants. On the rhombus ``side = n`` and element ``[b, ch, r, c]`` is cell ``(r, c)``.
-
-The 121-hole star (``rules.is_star``; only the ``general`` encoding) is drawn on the 17 x 17 axial
-square that holds it (:func:`plane_side`, :func:`plane_cells`): cell ``(q, r)`` is element
-``[r + 8, q + 8]``. The six hex directions ``(dq, dr)`` are then six of the eight 3 x 3
-neighbours (all but ``(1, 1)`` and ``(-1, -1)``), as on the rhombus, so the same convolutional
-network reads both boards. The 168 elements off the star are 0 in every plane; the last plane,
-all 1 on the rhombus, is the on-board mask (1 on the 121 cells), so the network can tell the
-board's edge from an empty cell. Star specifics of the conventions above:
-
-- canonical IDs: player 0's pieces in ascending cell index (its home's tip, cell 0, first),
-  player 1's in descending cell index;
-- the 180-degree rotation ``(q, r) -> (-q, -r)`` is ``i -> cells - 1 - i`` = ``120 - i`` (cells
-  are sorted by ``r`` then ``q`` and the star is centrally symmetric), so :func:`view_cells`
-  serves both boards, and the two canonical orders are again each other's rotation;
-- policy size ``k * cells = 10 * 121 = 1210``.
+``Conv2d`` wants. Each cell is one element of the square matrix of the hex axes that holds the
+board (the geometry's ``grid`` and ``grid_side``; :func:`plane_cells`, :func:`plane_side`): the
+rhombus is that matrix (``side = n``, element ``[b, ch, r, c]`` is cell ``(r, c)``); the
+121-hole star sits in the 17 x 17 axial square, cell ``(q, r)`` at element ``[r + 8, q + 8]``.
+The six hex directions are six of the eight 3 x 3 neighbours on either board, so the same
+convolutional network reads both. Elements off the board (the star's 168) are 0 in every plane;
+the last plane is the on-board mask (all 1 on the rhombus), so the network can tell the board's
+edge from an empty cell.
 """
 
 from __future__ import annotations
@@ -44,11 +43,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from .rules import PASS, Rules
-from .star import StarGeometry
 
 __all__ = [
     "ENCODINGS",
@@ -60,6 +59,8 @@ __all__ = [
     "encode_general",
     "encode_paper",
     "encoding_for",
+    "encodings_for",
+    "frame_indices",
     "general_planes",
     "index_moves",
     "mover_frame",
@@ -69,7 +70,6 @@ __all__ = [
     "policy_indices",
     "policy_size",
     "seat_frame",
-    "view_cells",
 ]
 
 Move = tuple[int, int]
@@ -80,34 +80,71 @@ PIECE_DTYPE = np.int16
 #: History length of the seed paper's input (its "3 nearest past game states").
 PAPER_HISTORY = 3
 
-_PAPER_ON_STAR = (
-    "the paper encoding is the seed paper's rhombus input; the star ({name}) has the general encoding only"
-)
-
 
 # ---------------------------------------------------------------------------------------------
-# Piece IDs
+# Seat frames and the planes' grid, as tables per board geometry
 # ---------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=16)
-def _seat_frames(rules: Rules) -> np.ndarray:
-    """``(P, cells)`` int64: ``[p, i]`` = where cell ``i`` lies once the board is turned so that
-    player p's seat is the north point (point 0). Two players (and the rhombus): the identity for
-    player 0 and the 180-degree rotation ``cells - 1 - i`` for player 1, :func:`view_cells`."""
-    cells = rules.cells
-    ident = np.arange(cells, dtype=np.int64)
-    if rules.players == 2:
-        return np.stack([ident, cells - 1 - ident])
-    geometry = rules.geometry
-    assert isinstance(geometry, StarGeometry)
-    return np.array([[geometry.turn(i, -seat) for i in range(cells)] for seat in geometry.seats], dtype=np.int64)
+@dataclass(frozen=True)
+class _Tables:
+    """A geometry's frame and grid tables (read-only). Every ``(P, cells + 1)`` table has a last
+    column of -1, so that indexing it with a missing cell (-1) gives -1."""
+
+    to_frame: np.ndarray
+    """``[p, i]``: cell ``i`` in player p's seat frame."""
+    from_frame: np.ndarray
+    """The inverse of ``to_frame``: ``from_frame[p, to_frame[p, i]] == i``."""
+    on_plane: np.ndarray
+    """``[p, i]``: the plane element (``row * side + col``) of cell ``i`` in player p's frame."""
+    grid: np.ndarray
+    """``(cells,)``: the plane element of each cell (no frame)."""
+    side: int
+    """The planes' side."""
+    mask: np.ndarray
+    """``(side * side,)`` float32: 1 on the board's cells, 0 elsewhere."""
+    rank: np.ndarray
+    """``(cells,)``: each cell's place in player 0's canonical piece-ID order."""
+    policy: np.ndarray
+    """``(P, k * cells)`` int32: ``[p, id * cells + e] = id * cells + to_frame[p, e]``, a policy
+    index as player p's frame has it."""
+
+
+@lru_cache(maxsize=32)
+def _tables(geometry: Any) -> _Tables:
+    """The tables of a board geometry (``Rules.geometry``; cached by the geometry object)."""
+    cells, seats = geometry.cells, geometry.seats
+    frames = np.array([[geometry.turn(i, seats[0] - seat) for i in range(cells)] for seat in seats], dtype=np.int64)
+    inverse = np.argsort(frames, axis=1)
+    grid = np.array(geometry.grid, dtype=np.int64)
+    missing = np.full((len(seats), 1), -1, dtype=np.int64)
+    mask = np.zeros(geometry.grid_side**2, dtype=np.float32)
+    mask[grid] = 1.0
+    # player 0's ID order: rows from its home's tip towards its goal, each left to right as drawn
+    order = sorted(range(cells), key=lambda i: (geometry.advance(0, i), geometry.drawn[i][1]))
+    rank = np.empty(cells, dtype=np.int64)
+    rank[order] = np.arange(cells)
+    ids = np.arange(geometry.k)[:, None] * cells
+    policy = (ids[None, :, :] + frames[:, None, :]).reshape(len(seats), -1).astype(np.int32)
+    tables = _Tables(
+        to_frame=np.hstack([frames, missing]),
+        from_frame=np.hstack([inverse, missing]),
+        on_plane=np.hstack([grid[frames], missing]),
+        grid=grid,
+        side=geometry.grid_side,
+        mask=mask,
+        rank=rank,
+        policy=policy,
+    )
+    for table in (tables.to_frame, tables.from_frame, tables.on_plane, tables.grid, tables.mask, tables.rank, policy):
+        table.setflags(write=False)
+    return tables
 
 
 def seat_frame(rules: Rules, player: int) -> np.ndarray:
-    """``(cells,)`` int64: cell ``i`` as seen by ``player`` (its seat turned to the north point on
-    the star; for two players the identity or the 180-degree rotation, as :func:`view_cells`)."""
-    return _seat_frames(rules)[player]
+    """``(cells,)`` int64, read-only: cell ``i`` as seen by ``player``, the board turned so that
+    its seat is where player 0's is (two players: the identity or the half turn ``cells - 1 - i``)."""
+    return _tables(rules.geometry).to_frame[player, :-1]
 
 
 def absolute_seats(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
@@ -129,71 +166,9 @@ def mover_frame(values: np.ndarray, to_move: np.ndarray) -> np.ndarray:
     return np.take_along_axis(values, seats, axis=1)
 
 
-def canonical_ids(rules: Rules, board: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Canonical piece list ``(P, k)`` of a board: ``[p, j]`` = cell of piece ID ``j`` of player p.
-
-    Rhombus: player 0 sorted by ``(r - c)`` descending then ``c`` ascending (its home tip first,
-    row by row towards the goal); player 1 by ``(c - r)`` descending then ``c`` descending (the
-    same order seen from the other side). Star: player 0 in ascending cell index, player 1 in
-    descending cell index (the image of player 0's order under the rotation ``i -> cells - 1 - i``).
-    Three or more players: player p's pieces in ascending index of their cell in p's own frame
-    (:func:`seat_frame`, p's seat turned to the north), which for two players is the rule above.
-    Raises ``ValueError`` if a player does not have exactly k pieces.
-    """
-    n, k = rules.n, rules.k
-    board = np.asarray(board)
-    if board.shape != (rules.cells,):
-        raise ValueError(f"board has shape {board.shape}, the {rules.name} rules need ({rules.cells},)")
-    if rules.players > 2:
-        multi = np.empty((rules.players, k), dtype=PIECE_DTYPE)
-        for p in range(rules.players):
-            cells = np.flatnonzero(board == p)
-            if len(cells) != k:
-                raise ValueError(f"player {p} has {len(cells)} pieces on the board, the rules need {k}")
-            multi[p] = cells[np.argsort(seat_frame(rules, p)[cells], kind="stable")]
-        return multi
-    out = np.empty((2, k), dtype=PIECE_DTYPE)
-    if rules.is_star:
-        keys: dict[int, Callable[[int], object]] = {0: lambda i: i, 1: lambda i: -i}
-    else:
-        keys = {
-            0: lambda i: (-(i // n - i % n), i % n),
-            1: lambda i: (-(i % n - i // n), -(i % n)),
-        }
-    for p in (0, 1):
-        cells = [int(i) for i in np.flatnonzero(board == p)]
-        if len(cells) != k:
-            raise ValueError(f"player {p} has {len(cells)} pieces on the board, the rules need {k}")
-        out[p] = sorted(cells, key=keys[p])  # type: ignore[arg-type]
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The planes' grid
-# ---------------------------------------------------------------------------------------------
-
-
 def plane_side(rules: Rules) -> int:
     """Side of the square input planes: ``n`` on the rhombus, ``4t + 1`` (17) on the star."""
-    geometry = rules.geometry
-    if isinstance(geometry, StarGeometry):
-        return 4 * geometry.t + 1
-    return rules.n
-
-
-@lru_cache(maxsize=16)
-def _star_plane_cells(geometry: StarGeometry) -> np.ndarray:
-    side, mid = 4 * geometry.t + 1, 2 * geometry.t
-    table = np.array([(r + mid) * side + (q + mid) for q, r in geometry.coords], dtype=np.int64)
-    table.setflags(write=False)
-    return table
-
-
-@lru_cache(maxsize=16)
-def _rhombus_plane_cells(n: int) -> np.ndarray:
-    table = np.arange(n * n, dtype=np.int64)
-    table.setflags(write=False)
-    return table
+    return int(rules.geometry.grid_side)
 
 
 def plane_cells(rules: Rules) -> np.ndarray:
@@ -201,37 +176,34 @@ def plane_cells(rules: Rules) -> np.ndarray:
 
     The identity on the rhombus; on the star, cell ``(q, r)`` -> ``(r + 2t) * side + (q + 2t)``.
     """
-    geometry = rules.geometry
-    if isinstance(geometry, StarGeometry):
-        return _star_plane_cells(geometry)
-    return _rhombus_plane_cells(rules.n)
+    return _tables(rules.geometry).grid
 
 
-def _on_plane(rules: Rules, cells: np.ndarray) -> np.ndarray:
-    """Cells -> flat plane elements (``-1`` kept); the identity on the rhombus."""
-    if not rules.is_star:
-        return cells
-    return np.where(cells >= 0, plane_cells(rules)[np.where(cells >= 0, cells, 0)], cells)
+# ---------------------------------------------------------------------------------------------
+# Piece IDs and policy indices
+# ---------------------------------------------------------------------------------------------
 
 
-def _board_mask(rules: Rules) -> np.ndarray:
-    """``(side * side,)`` float32: 1 on the board's cells, 0 elsewhere (all 1 on the rhombus)."""
-    side = plane_side(rules)
-    mask = np.zeros(side * side, dtype=np.float32)
-    mask[plane_cells(rules)] = 1.0
-    return mask
+def canonical_ids(rules: Rules, board: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Canonical piece list ``(P, k)`` of a board: ``[p, j]`` = cell of piece ID ``j`` of player p.
 
-
-def view_cells(rules: Rules, cells: np.ndarray, rotate: np.ndarray | bool) -> np.ndarray:
-    """Map absolute cells to the network's frame: ``cells - 1 - i`` where ``rotate``, else ``i``.
-
-    This is the 180-degree rotation on both boards (on the star ``(q, r) -> (-q, -r)``). ``-1``
-    (missing) stays ``-1``. ``rotate`` broadcasts against ``cells``. The rotation is an
-    involution, so the same call maps the network's frame back to absolute cells.
+    Player p's pieces in player 0's ID order (its home's tip first, row by row towards its goal,
+    each row left to right as drawn) of their cells in p's seat frame (:func:`seat_frame`): on the
+    rhombus player 0 by ``(r - c)`` descending then ``c`` ascending and player 1 by ``(c - r)``
+    descending then ``c`` descending; on the star player 0 in ascending cell index, player 1 (of
+    two) in descending. Raises ``ValueError`` if a player does not have exactly k pieces.
     """
-    cells = np.asarray(cells)
-    rotated = np.where(cells >= 0, rules.cells - 1 - cells, cells)
-    return np.where(rotate, rotated, cells).astype(cells.dtype, copy=False)
+    board = np.asarray(board)
+    if board.shape != (rules.cells,):
+        raise ValueError(f"board has shape {board.shape}, the {rules.name} rules need ({rules.cells},)")
+    tables = _tables(rules.geometry)
+    out = np.empty((rules.players, rules.k), dtype=PIECE_DTYPE)
+    for p in range(rules.players):
+        cells = np.flatnonzero(board == p)
+        if len(cells) != rules.k:
+            raise ValueError(f"player {p} has {len(cells)} pieces on the board, the rules need {rules.k}")
+        out[p] = cells[np.argsort(tables.rank[tables.to_frame[p, cells]])]
+    return out
 
 
 def _own_id_table(rules: Rules, current: np.ndarray, to_move: int) -> np.ndarray:
@@ -247,9 +219,9 @@ def policy_indices(
 ) -> np.ndarray:
     """Policy indices ``(M,)`` int64 of moves ``(M, 2)`` for the side to move.
 
-    ``current`` is the current state's piece list ``(2, k)``; ``rotate`` is the encoding's
-    perspective flag (``Encoding.rotate``; it only acts when ``to_move == 1``). The pass maps to
-    -1. Raises ``ValueError`` for a move whose start cell holds no piece of the mover.
+    ``current`` is the current state's piece list ``(P, k)``; ``rotate`` is the encoding's
+    perspective flag (``Encoding.rotate``): destinations in the mover's seat frame. The pass maps
+    to -1. Raises ``ValueError`` for a move whose start cell holds no piece of the mover.
     """
     moves = np.asarray(moves, dtype=np.int64).reshape(-1, 2)
     s, e = moves[:, 0], moves[:, 1]
@@ -259,26 +231,8 @@ def policy_indices(
     if bad.any():
         s0, e0 = moves[np.argmax(bad)]
         raise ValueError(f"move [{s0}, {e0}]: cell {s0} holds no piece of player {to_move}")
-    dest = _to_frame(rules, e, to_move, rotate)
+    dest = _tables(rules.geometry).to_frame[to_move if rotate else 0, e]  # player 0's frame: the identity
     return np.where(is_pass, -1, ids * rules.cells + dest)
-
-
-def _to_frame(rules: Rules, cells: np.ndarray, to_move: int, rotate: bool) -> np.ndarray:
-    """Absolute cells -> the mover's frame of a rotating encoding (-1 stays -1): two players as
-    :func:`view_cells`; three or more, the turn that brings the mover's seat to the north."""
-    if rules.players == 2 or not rotate:
-        return view_cells(rules, cells, rotate and to_move == 1)
-    cells = np.asarray(cells)
-    return np.where(cells >= 0, seat_frame(rules, to_move)[np.maximum(cells, 0)], cells)
-
-
-def _from_frame(rules: Rules, cells: np.ndarray, to_move: int, rotate: bool) -> np.ndarray:
-    """The inverse of :func:`_to_frame`."""
-    if rules.players == 2 or not rotate:
-        return view_cells(rules, cells, rotate and to_move == 1)
-    cells = np.asarray(cells)
-    inverse = np.argsort(seat_frame(rules, to_move))
-    return np.where(cells >= 0, inverse[np.maximum(cells, 0)], cells)
 
 
 def index_moves(
@@ -295,10 +249,24 @@ def index_moves(
     is_pass = indices == -1
     ids, dest = np.divmod(np.where(is_pass, 0, indices), rules.cells)
     s = np.asarray(current, dtype=np.int64)[to_move][ids]
-    e = _from_frame(rules, dest, to_move, rotate)
+    e = _tables(rules.geometry).from_frame[to_move if rotate else 0, dest]
     moves = np.stack([s, e], axis=1)
     moves[is_pass] = PASS
     return moves
+
+
+def frame_indices(rules: Rules, indices: np.ndarray, to_move: np.ndarray, rotate: bool = True) -> np.ndarray:
+    """Absolute policy indices ``id * cells + e`` -> the encoding's frame, row by row.
+
+    ``indices`` ``(B, ...)`` non-negative ints, ``to_move`` ``(B,)``: where ``rotate``
+    (``Encoding.rotate``), each destination as the row's mover sees it (:func:`seat_frame`);
+    otherwise the indices unchanged. Same dtype as ``indices``.
+    """
+    indices = np.asarray(indices)
+    if not rotate:
+        return indices
+    movers = np.asarray(to_move, dtype=np.intp).reshape(-1, *([1] * (indices.ndim - 1)))
+    return _tables(rules.geometry).policy[movers, indices].astype(indices.dtype, copy=False)
 
 
 class PieceTracker:
@@ -419,8 +387,8 @@ def paper_planes(rules: Rules, history: int = PAPER_HISTORY) -> int:
 
 
 def general_planes(rules: Rules, history: int = 3) -> int:
-    """Input planes of the ``general`` encoding: one per player and state (P = 2: two), k ID
-    planes, side and constant."""
+    """Input planes of the ``general`` encoding: one per player and state, k ID planes, side and
+    the on-board mask."""
     return rules.players * history + rules.k + 2
 
 
@@ -474,10 +442,10 @@ def encode_paper(
     Absolute coordinates: the paper's code never rotates or flips the board for its Player 2,
     and its policy index uses the absolute destination, so ``Encoding.rotate`` is False.
     Layout: ours is planes-first, ``ours[b, ch, r, c] == paper[r, c, ch]`` (the paper's Keras
-    code stores ``(n, n, C)``); the plane order is the paper's.
+    code stores ``(n, n, C)``); the plane order is the paper's. The seed paper's board only: the
+    two-player rhombus.
     """
-    if rules.is_star:
-        raise ValueError(_PAPER_ON_STAR.format(name=rules.name))
+    _check_board(ENCODINGS["paper"], rules)
     pieces, tm = _batch(rules, pieces, to_move)
     bsz, cells, k = pieces.shape[0], rules.cells, rules.k
     n_planes = paper_planes(rules, history)
@@ -499,94 +467,50 @@ def encode_general(
     out: np.ndarray | None = None,
     history: int = 3,
 ) -> np.ndarray:
-    """Input of hopzero's own network, for any preset (any n, k, and the star).
+    """Input of hopzero's own network, for any preset (any n, k, the star, any number of players).
 
-    ``pieces`` ``(B, H, 2, k)`` int, ``to_move`` ``(B,)`` or scalar; returns (or fills ``out``)
-    float32 ``(B, 2 * history + k + 2, side, side)`` (14 planes on cc49, 18 on cc81 and on the
-    star; ``side`` is :func:`plane_side`, 17 on the star, see the module docstring for its grid):
+    ``pieces`` ``(B, H, P, k)`` int, ``to_move`` ``(B,)`` or scalar; returns (or fills ``out``)
+    float32 ``(B, P * history + k + 2, side, side)`` (14 planes on cc49, 18 on cc81 and on star2,
+    21 on star3; ``side`` is :func:`plane_side`, 17 on the star, see the module docstring):
 
-    - planes ``2h`` / ``2h + 1``, ``h < history``: occupancy (0/1) of the side to move's /
-      the opponent's pieces ``h`` plies ago; zero where that state is missing.
-    - planes ``2 * history + j``, ``j < k``: one-hot cell of the side to move's piece ID ``j``
+    - plane ``P * h + i``, ``h < history``, ``i < P``: occupancy (0/1) of the pieces of player
+      ``(to_move + i) % P`` ``h`` plies ago: the mover first (``i = 0``), then the others in the
+      order they move in; zero where that state is missing.
+    - planes ``P * history + j``, ``j < k``: one-hot cell of the side to move's piece ID ``j``
       now. The policy is indexed by piece ID, so the network must see which piece has which ID;
       occupancy alone cannot tell it once pieces have changed places.
-    - plane ``2 * history + k``: 1 on every cell when player 1 is to move (who moved first
-      matters for the ply limit and tempo); last plane: 1 on every cell, the on-board mask (marks
-      the board inside the convolutions' zero padding, and on the star the board's edge inside
-      the 17 x 17 square). Elements off the star are 0 in every plane.
+    - plane ``P * history + k``: ``to_move / (P - 1)`` on the board (two players: 1 when player
+      1 is to move; who moved first matters for the ply limit and tempo, and who moves in the
+      round near the end: the star's round is completed before the game ends); last plane: the
+      on-board mask (marks the board inside the convolutions' zero padding, and on the star the
+      board's edge inside the 17 x 17 square). Elements off the board are 0 in every plane.
 
-    Perspective: when player 1 is to move, every plane is rotated 180 degrees (cell ``i`` ->
-    ``cells - 1 - i``), and so is the destination in the policy index (``Encoding.rotate``).
-    The rotation swaps the two homes, and the canonical IDs of a rotated player 1 are player 0's,
-    so the side to move always sees itself starting in the same corner (bottom-left on the
-    rhombus, the north point on the star) and racing to the opposite one: one pattern to learn
-    instead of two, the usual AlphaZero choice. The rotation commutes with the home-preserving
-    reflection, so symmetry augmentation is unchanged.
-    """
-    if rules.players > 2:
-        return _encode_multi(rules, pieces, to_move, out, history)
-    pieces, tm = _batch(rules, pieces, to_move)
-    bsz, k = pieces.shape[0], rules.k
-    n_planes = general_planes(rules, history)
-    side = plane_side(rules)
-    out = _buffer(out, (bsz, n_planes, side, side))
-    flat = out.reshape(bsz, n_planes, side * side)
-    rows = np.arange(bsz)
-    rotate = (tm == 1)[:, None]
-    for h in range(min(history, pieces.shape[1])):
-        _scatter(flat, 2 * h, _on_plane(rules, view_cells(rules, pieces[rows, h, tm], rotate)), 1.0)
-        _scatter(flat, 2 * h + 1, _on_plane(rules, view_cells(rules, pieces[rows, h, 1 - tm], rotate)), 1.0)
-    own_now = _on_plane(rules, view_cells(rules, pieces[rows, 0, tm], rotate))
-    _scatter(flat, 2 * history + np.arange(k), own_now, 1.0)
-    if rules.is_star:
-        mask = _board_mask(rules)
-        flat[:, 2 * history + k, :] = (tm == 1)[:, None] * mask
-        flat[:, 2 * history + k + 1, :] = mask
-    else:  # every element is a cell
-        flat[:, 2 * history + k, :] = (tm == 1)[:, None]
-        flat[:, 2 * history + k + 1, :] = 1.0
-    return out
-
-
-def _encode_multi(
-    rules: Rules, pieces: np.ndarray, to_move: np.ndarray | int, out: np.ndarray | None, history: int
-) -> np.ndarray:
-    """The ``general`` encoding for three or more players (the star's star3, star4, star6).
-
-    ``pieces`` ``(B, H, P, k)``; returns float32 ``(B, P * history + k + 2, 17, 17)``:
-
-    - plane ``P * h + i``, ``h < history``, ``i < P``: occupancy of the pieces of player
-      ``(to_move + i) % P`` ``h`` plies ago: the mover first (``i = 0``), then the others in
-      seat order after the mover, the order they move in;
-    - planes ``P * history + j``: one-hot cell of the mover's piece ID ``j`` now;
-    - plane ``P * history + k``: ``to_move / (P - 1)`` on the board (who moves in the round
-      matters near the end: the round is completed before the game ends); last plane: the
-      on-board mask.
-
-    Perspective: every plane is turned so that the mover's seat is the north point
-    (:func:`seat_frame`), and so is the destination in the policy index (``Encoding.rotate``),
-    the three- or more-player counterpart of the two-player 180-degree rotation.
+    Perspective: every plane is in the mover's seat frame (:func:`seat_frame`), and so is the
+    destination in the policy index (``Encoding.rotate``): with two players, player 1 sees the
+    board turned by 180 degrees; with more, each mover's point is turned to the north. Each side
+    to move then sees itself starting in the same corner (bottom-left on the rhombus, the north
+    point on the star) and racing to the opposite one: one pattern to learn instead of P, the
+    usual AlphaZero choice. The home-preserving reflection maps the mover's seat to itself, so
+    symmetry augmentation stays a reflection of the planes (``ccengine.symmetry``).
     """
     pieces, tm = _batch(rules, pieces, to_move)
     bsz, k, players = pieces.shape[0], rules.k, rules.players
+    tables = _tables(rules.geometry)
     n_planes = general_planes(rules, history)
-    side = plane_side(rules)
-    out = _buffer(out, (bsz, n_planes, side, side))
-    flat = out.reshape(bsz, n_planes, side * side)
+    out = _buffer(out, (bsz, n_planes, tables.side, tables.side))
+    flat = out.reshape(bsz, n_planes, tables.side * tables.side)
     rows = np.arange(bsz)
-    frames = _seat_frames(rules)[tm]  # (B, cells): each row's absolute -> mover frame map
+    on_plane = tables.on_plane[tm]  # (B, cells + 1): each row's cell -> plane element in its mover's frame
 
-    def framed(cells: np.ndarray) -> np.ndarray:
-        turned = np.take_along_axis(frames, np.maximum(cells, 0), axis=1)
-        return _on_plane(rules, np.where(cells >= 0, turned, -1))
+    def placed(cells: np.ndarray) -> np.ndarray:
+        return on_plane[rows[:, None], cells]  # a missing cell (-1) reads the last column, -1
 
     for h in range(min(history, pieces.shape[1])):
         for i in range(players):
-            _scatter(flat, players * h + i, framed(pieces[rows, h, (tm + i) % players]), 1.0)
-    _scatter(flat, players * history + np.arange(k), framed(pieces[rows, 0, tm]), 1.0)
-    mask = _board_mask(rules)
-    flat[:, players * history + k, :] = (tm / (players - 1))[:, None] * mask
-    flat[:, players * history + k + 1, :] = mask
+            _scatter(flat, players * h + i, placed(pieces[rows, h, (tm + i) % players]), 1.0)
+    _scatter(flat, players * history + np.arange(k), placed(pieces[rows, 0, tm]), 1.0)
+    flat[:, players * history + k, :] = (tm / (players - 1))[:, None] * tables.mask
+    flat[:, players * history + k + 1, :] = tables.mask
     return out
 
 
@@ -605,21 +529,40 @@ class EncodingSpec:
     encode: Callable[..., np.ndarray]
     """``encode(rules, pieces, to_move, out=None, history=...)``."""
     rotate: bool
-    """Whether player 1's view (planes and policy destinations) is rotated 180 degrees."""
+    """Whether the mover's view (planes and policy destinations) is in its seat frame."""
     default_history: int
     used_by: str
+    boards: tuple[str, ...]
+    """The boards (``Rules.board``) it encodes."""
 
 
 ENCODINGS: dict[str, EncodingSpec] = {
     "paper": EncodingSpec(
         "paper", paper_planes, encode_paper, rotate=False, default_history=PAPER_HISTORY,
         used_by="the seed paper's network (reproduction of Liu et al. 2019, preset 'paper')",
+        boards=("rhombus",),
     ),
     "general": EncodingSpec(
         "general", general_planes, encode_general, rotate=True, default_history=3,
-        used_by="hopzero's own network, every preset",
+        used_by="hopzero's own network, every preset", boards=("rhombus", "star"),
     ),
 }
+
+
+def encodings_for(rules: Rules) -> tuple[str, ...]:
+    """The names of the encodings of ``rules``'s board, in registry order (the seed paper's first
+    where it applies: the default of an untrained benchmark network)."""
+    return tuple(name for name, spec in ENCODINGS.items() if rules.board in spec.boards)
+
+
+def _check_board(spec: EncodingSpec, rules: Rules) -> None:
+    if rules.board not in spec.boards:
+        names = encodings_for(rules)
+        raise ValueError(
+            f"the {spec.name} encoding is for the {' and '.join(spec.boards)} only ({spec.used_by}); "
+            f"the {rules.name} board ({rules.board}) has the {', '.join(names)} "
+            f"encoding{'s' if len(names) > 1 else ''} only"
+        )
 
 
 def policy_size(rules: Rules) -> int:
@@ -641,7 +584,7 @@ class Encoding:
 
     @property
     def rotate(self) -> bool:
-        """Whether player 1's view is rotated 180 degrees (planes and policy destinations)."""
+        """Whether the mover's view (planes and policy destinations) is in its seat frame."""
         return self.spec.rotate
 
     @property
@@ -659,11 +602,11 @@ class Encoding:
         return (self.in_planes, side, side)
 
     def encode(self, pieces: np.ndarray, to_move: np.ndarray | int, out: np.ndarray | None = None) -> np.ndarray:
-        """Planes ``(B, C, side, side)`` float32 of piece lists ``(B, H, 2, k)`` and ``to_move`` ``(B,)``."""
+        """Planes ``(B, C, side, side)`` float32 of piece lists ``(B, H, P, k)`` and ``to_move`` ``(B,)``."""
         return self.spec.encode(self.rules, pieces, to_move, out=out, history=self.history)
 
     def encode_one(self, pieces: np.ndarray, to_move: int) -> np.ndarray:
-        """Planes ``(C, side, side)`` of one position's piece lists ``(H, 2, k)``."""
+        """Planes ``(C, side, side)`` of one position's piece lists ``(H, P, k)``."""
         return self.encode(np.asarray(pieces)[None], to_move)[0]
 
     def encode_tracker(self, tracker: PieceTracker) -> np.ndarray:
@@ -671,7 +614,7 @@ class Encoding:
         return self.encode_one(tracker.piece_lists(self.history), tracker.to_move)
 
     def move_indices(self, current: np.ndarray, moves: np.ndarray | Sequence[Move], to_move: int) -> np.ndarray:
-        """Policy indices ``(M,)`` of moves ``(M, 2)``, given the current piece list ``(2, k)``."""
+        """Policy indices ``(M,)`` of moves ``(M, 2)``, given the current piece list ``(P, k)``."""
         return policy_indices(self.rules, current, moves, to_move, self.rotate)
 
     def index_moves(self, current: np.ndarray, indices: np.ndarray | Sequence[int], to_move: int) -> np.ndarray:
@@ -683,9 +626,8 @@ def encoding_for(rules: Rules, name: str = "general", history: int | None = None
     """The encoding ``name`` (``paper`` or ``general``; on the star ``general`` only) bound to ``rules``."""
     if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; valid: {', '.join(ENCODINGS)}")
-    if rules.is_star and name == "paper":
-        raise ValueError(_PAPER_ON_STAR.format(name=rules.name))
     spec = ENCODINGS[name]
+    _check_board(spec, rules)
     history = spec.default_history if history is None else history
     if history < 1:
         raise ValueError(f"history={history} must be at least 1")

@@ -50,7 +50,7 @@ class EvaluationCache:
             raise ValueError("an evaluator that needs the engine states (rollouts) is random: it cannot be cached")
         self.inner = inner
         self.capacity = int(capacity)
-        self._entries: OrderedDict[bytes, tuple[np.ndarray, float]] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         #: Positions asked for, and of those answered from the cache, since construction.
         self.lookups = 0
         self.hits = 0
@@ -78,37 +78,41 @@ class EvaluationCache:
         movers = np.asarray(to_move, dtype=np.int8).tobytes()
         keys = [raw[i * row:(i + 1) * row] + movers[i:i + 1] for i in range(b)]
 
-        priors = np.zeros((b, m), dtype=np.float32)
-        players = pieces.shape[2] if pieces.ndim == 4 else 2
-        values = np.zeros((b,) if players == 2 else (b, players), dtype=np.float32)  # max-n: a vector per row
         entries = self._entries
+        hits: list[tuple[int, tuple[np.ndarray, np.ndarray]]] = []
         missed: list[int] = []
         for i, key in enumerate(keys):
             found = entries.get(key)
             if found is None:
                 missed.append(i)
-                continue
-            entries.move_to_end(key)
-            p, values[i] = found
-            priors[i, :len(p)] = p
+            else:
+                entries.move_to_end(key)
+                hits.append((i, found))
         self.lookups += b
-        self.hits += b - len(missed)
-        if not missed:
-            return priors, values
+        self.hits += len(hits)
 
-        if len(missed) == b:
-            new_priors, new_values = self.inner.evaluate(pieces, to_move, legal, counts)
+        if missed or not hits:
+            if len(missed) == b:
+                new_priors, new_values = self.inner.evaluate(pieces, to_move, legal, counts)
+            else:
+                idx = np.asarray(missed)
+                new_priors, new_values = self.inner.evaluate(pieces[idx], to_move[idx], legal[idx], counts[idx])
+            new_priors = np.asarray(new_priors, dtype=np.float32)
+            new_values = np.asarray(new_values, dtype=np.float32)
+            value_shape = new_values.shape[1:]
         else:
-            idx = np.asarray(missed)
-            new_priors, new_values = self.inner.evaluate(pieces[idx], to_move[idx], legal[idx], counts[idx])
-        new_priors = np.asarray(new_priors, dtype=np.float32)
-        new_values = np.asarray(new_values, dtype=np.float32)
+            value_shape = hits[0][1][1].shape
+        # A value is what the inner evaluator gives: a scalar (two players), or a vector (max-n).
+        priors = np.zeros((b, m), dtype=np.float32)
+        values = np.zeros((b, *value_shape), dtype=np.float32)
+        for i, (p, v) in hits:
+            priors[i, :len(p)] = p
+            values[i] = v
         for j, i in enumerate(missed):
             c = int(counts[i])
             priors[i, :c] = new_priors[j, :c]
             values[i] = new_values[j]
-            entries[keys[i]] = (new_priors[j, :c].copy(),
-                                float(new_values[j]) if players == 2 else new_values[j].copy())
+            entries[keys[i]] = (new_priors[j, :c].copy(), new_values[j].copy())
         while len(entries) > self.capacity:
             entries.popitem(last=False)
         return priors, values

@@ -1,8 +1,10 @@
 """Positions and moves as text (RULES.md "Positions and moves as text").
 
-A position is ``rows/separated/by/slashes side [ply]``, one character per cell (``.`` empty,
-``x`` player 0, ``o`` player 1), rows from ``r = 0`` to ``r = n - 1``. Every reader here raises
-:class:`NotationError` with a message that says what is wrong; none of them changes any state.
+The position's text format is the board's (``_TEXT_FORMATS``): on the rhombus
+``rows/separated/by/slashes side [ply]``, one character per cell (``.`` empty, ``x`` player 0,
+``o`` player 1), rows from ``r = 0`` to ``r = n - 1``; on the star COMPACT121 (below). Every
+reader here raises :class:`NotationError` with a message that says what is wrong; none of them
+changes any state.
 
 Every number that comes from outside (a position's ply, a move's cells, the engine protocol's
 ``go nodes``, the command line's counts) is read by :func:`parse_int` or
@@ -14,6 +16,7 @@ at most a short :func:`excerpt` of what they were given.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .rules import PASS, Rules
@@ -98,14 +101,23 @@ def parse_positive_float(text: str, what: str, *, maximum: float) -> float:
 
 
 def start_position(rules: Rules) -> Position:
-    """The start position of ``rules``: both homes full, player 0 to move."""
+    """The start position of ``rules``: every home full, player 0 to move."""
     return Position(rules.geometry.start_board(), 0, 0)
 
 
 def parse_position(rules: Rules, text: str) -> Position:
-    """Read a position of ``rules`` from text; raises ``NotationError`` naming the problem."""
-    if rules.is_star:
-        return parse_compact121(rules, text)
+    """Read a position of ``rules`` from text in its board's format; raises ``NotationError``
+    naming the problem."""
+    return _TEXT_FORMATS[rules.board][0](rules, text)
+
+
+def format_position(rules: Rules, position: Position) -> str:
+    """Write a position as text in its board's format (the inverse of :func:`parse_position`)."""
+    return _TEXT_FORMATS[rules.board][1](rules, position)
+
+
+def _parse_rows(rules: Rules, text: str) -> Position:
+    """Read a rhombus position ``rows/separated/by/slashes side [ply]``."""
     n = rules.n
     parts = text.split()
     if len(parts) not in (2, 3):
@@ -135,10 +147,8 @@ def parse_position(rules: Rules, text: str) -> Position:
     return Position(tuple(board), _SIDE[parts[1]], ply)
 
 
-def format_position(rules: Rules, position: Position) -> str:
-    """Write a position as text (the inverse of :func:`parse_position`)."""
-    if rules.is_star:
-        return format_compact121(rules, position)
+def _format_rows(rules: Rules, position: Position) -> str:
+    """Write a rhombus position (the inverse of :func:`_parse_rows`)."""
     n = rules.n
     rows = ["".join(_CHAR_OF[v] for v in position.board[r * n : (r + 1) * n]) for r in range(n)]
     return f"{'/'.join(rows)} {'xo'[position.to_move]} {position.ply}"
@@ -204,6 +214,7 @@ _STAR_CELL_CHARS = ".012345"
 
 
 def _star_rules(rules: Rules) -> None:
+    """Refuse a rhombus: COMPACT121 is the star's format only."""
     if not rules.is_star:
         raise NotationError(f"COMPACT121 text is for the star (board='star'); the {rules.name} rules are a rhombus")
 
@@ -277,3 +288,11 @@ def parse_star_path(rules: Rules, text: str) -> tuple[int, ...]:
 def format_star_path(path: tuple[int, ...] | list[int]) -> str:
     """Write a star move or witness path as ``s-a-...-e``."""
     return "-".join(str(int(c)) for c in path)
+
+
+#: Each board's position text: ``(parse, format)``. The formats differ by board: the rhombus's
+#: rows of ``x`` and ``o``, the star's COMPACT121 (any number of players, RULES.md).
+_TEXT_FORMATS: dict[str, tuple[Callable[[Rules, str], Position], Callable[[Rules, Position], str]]] = {
+    "rhombus": (_parse_rows, _format_rows),
+    "star": (parse_compact121, format_compact121),
+}

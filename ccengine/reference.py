@@ -166,7 +166,7 @@ def legal_moves(rules: Rules, board: tuple[int, ...] | list[int], player: int) -
     With none: ``[PASS]`` on the rhombus, ``[]`` on the star (which has no pass: the game ends).
     """
     moves = [(s, e) for s in range(rules.cells) if board[s] == player for e in piece_destinations(rules, board, s)]
-    if moves or rules.is_star:
+    if moves or rules.is_star:  # the rules differ: the star has no pass
         return moves
     return [PASS]
 
@@ -176,7 +176,7 @@ def legal_moves(rules: Rules, board: tuple[int, ...] | list[int], player: int) -
 # ---------------------------------------------------------------------------------------------
 
 
-def _goal_count(geo: Geometry, board: tuple[int, ...] | list[int], player: int) -> int:
+def _goal_count(geo: Geometry | StarGeometry, board: tuple[int, ...] | list[int], player: int) -> int:
     return sum(1 for i in geo.goal(player) if board[i] == player)
 
 
@@ -189,7 +189,7 @@ def _has_won(rules: Rules, board: tuple[int, ...] | list[int], player: int) -> b
 
 def winner_after_move(rules: Rules, board: tuple[int, ...] | list[int], mover: int) -> int | None:
     """The winning player after ``mover`` moved (the mover is checked first), or None."""
-    for p in (mover, 1 - mover):
+    for p in (mover, *(q for q in range(rules.geometry.players) if q != mover)):
         if _has_won(rules, board, p):
             return p
     return None
@@ -352,7 +352,7 @@ class _Snapshot:
     board: tuple[int, ...]
     to_move: int
     ply: int
-    goal_best: tuple[int, int]
+    goal_best: tuple[int, ...]
     progress_ply: int
     result: int | None
     scores: tuple[float, ...] | None
@@ -381,7 +381,7 @@ class ReferenceState:
         self.board: tuple[int, ...] = tuple(board) if board is not None else geo.start_board()
         self.to_move = to_move
         self.ply = ply
-        self.goal_best = (_goal_count(geo, self.board, 0), _goal_count(geo, self.board, 1))
+        self.goal_best = tuple(_goal_count(geo, self.board, p) for p in range(geo.players))
         self.progress_ply = ply
         self._result: int | None = None  # two players: +1 / 0 / -1
         self._scores: tuple[float, ...] | None = None
@@ -389,15 +389,7 @@ class ReferenceState:
         self._history: list[_Snapshot] = []
         self.seen: Counter[PositionKey] = Counter()
         self._count_position(+1)
-        # A given position is judged as if the player not to move had just moved.
-        if rules.is_star:
-            self._judge_star()
-            return
-        won = winner_after_move(rules, self.board, 1 - to_move)
-        if won is not None:
-            self._end(1 if won == 0 else -1, "goal")
-        elif ply >= rules.max_plies:
-            self._end(adjudicate(rules, self.board), "max_plies")
+        self._judge((to_move - 1) % geo.players)  # a given position: as if the player before had just moved
 
     def copy(self) -> ReferenceState:
         """An independent copy (history included)."""
@@ -429,7 +421,7 @@ class ReferenceState:
     def result(self) -> int | None:
         """``+1 / 0 / -1`` from player 0's side once the game is over, else None (two players only;
         :meth:`scores` is the result of any number of players)."""
-        if self.rules.geometry.players != 2:
+        if self.players != 2:  # +1 / 0 / -1 is the two-player form of the result
             raise ValueError(
                 f"result() is the two-player +1/0/-1; a game of {self.rules.geometry.players} players "
                 "has scores() (one entry per player)"
@@ -475,22 +467,11 @@ class ReferenceState:
         self.ply += 1
         self.to_move = (mover + 1) % self.rules.geometry.players
         self._count_position(+1)
-        if self.rules.is_star:
-            self._judge_star()
-            return
         count = _goal_count(self.rules.geometry, self.board, mover)
         if count > self.goal_best[mover]:
-            best = list(self.goal_best)
-            best[mover] = count
-            self.goal_best = (best[0], best[1])
+            self.goal_best = tuple(count if p == mover else best for p, best in enumerate(self.goal_best))
             self.progress_ply = self.ply
-        won = winner_after_move(self.rules, self.board, mover)
-        if won is not None:
-            self._end(1 if won == 0 else -1, "goal")
-        elif self.ply >= self.rules.max_plies:
-            self._end(adjudicate(self.rules, self.board), "max_plies")
-        elif self.rules.progress_limit and self.ply - self.progress_ply >= self.rules.progress_limit:
-            self._end(adjudicate(self.rules, self.board), "progress_limit")
+        self._judge(mover)
 
     def undo(self) -> None:
         """Take back the last move played on this state."""
@@ -511,12 +492,24 @@ class ReferenceState:
         if self.seen[key] == 0:
             del self.seen[key]
 
-    def _judge_star(self) -> None:
-        """Set the result and reason when the star game is over (after a move, or as given)."""
-        judge = star_end if self.rules.geometry.players == 2 else star_end_multi
-        end = judge(self.rules, self.board, self.to_move, self.ply, self.seen[self.key()])
-        if end is not None:
-            self._end(*end)
+    def _judge(self, mover: int) -> None:
+        """End the game if it is over now that ``mover`` has moved. The end of the game differs by
+        board (RULES.md): the rhombus's goal, move and progress limits; the star's checks in order."""
+        rules = self.rules
+        if rules.is_star:
+            # star2 is CCERL's two-player game (its own order, equal turns); more players finish the round
+            judge = star_end if self.players == 2 else star_end_multi
+            end = judge(rules, self.board, self.to_move, self.ply, self.seen[self.key()])
+            if end is not None:
+                self._end(*end)
+            return
+        won = winner_after_move(rules, self.board, mover)
+        if won is not None:
+            self._end(1 if won == 0 else -1, "goal")
+        elif self.ply >= rules.max_plies:
+            self._end(adjudicate(rules, self.board), "max_plies")
+        elif rules.progress_limit and self.ply - self.progress_ply >= rules.progress_limit:
+            self._end(adjudicate(rules, self.board), "progress_limit")
 
 
 def perft(state: ReferenceState, depth: int) -> int:

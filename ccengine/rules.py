@@ -345,6 +345,9 @@ class Geometry:
     kind = "rhombus"
     #: The rhombus seats two players.
     players = 2
+    #: ``seats[p]``: the compass point (``ccengine.star.POINT_NAMES``) of player p's home as the
+    #: board is drawn: player 0 at the bottom (south), player 1 at the top (north).
+    seats: tuple[int, ...] = (3, 0)
 
     def __init__(self, n: int, k: int) -> None:
         self.n = n
@@ -368,6 +371,13 @@ class Geometry:
         self.advances: tuple[tuple[int, ...], ...] = tuple(
             tuple(self.advance(p, i) for i in range(self.cells)) for p in range(self.players)
         )
+        #: ``drawn[i]``: where cell i is drawn, ``(row, column)``: one row per value of ``r - c``
+        #: (player 1's home tip at the top), columns in half-cells (``r + c``).
+        self.drawn: tuple[tuple[int, int], ...] = tuple((i // n - i % n, i // n + i % n) for i in range(self.cells))
+        #: ``grid[i]``: cell i's element ``row * grid_side + col`` of the square matrix of the hex
+        #: axes that holds the board: the rhombus is that matrix, so this is the identity.
+        self.grid_side = n
+        self.grid: tuple[int, ...] = tuple(range(self.cells))
 
     def goal(self, player: int) -> frozenset[int]:
         """The cells player ``player`` must fill: the other player's home."""
@@ -398,3 +408,11 @@ class Geometry:
         """The board's reflection that maps each home to itself: ``(r, c) -> (n-1-c, n-1-r)``."""
         r, c = divmod(cell, self.n)
         return (self.n - 1 - c) * self.n + (self.n - 1 - r)
+
+    def turn(self, cell: int, steps: int = 1) -> int:
+        """The image of ``cell`` under ``steps`` turns by 60 degrees about the centre. The rhombus
+        has only the half turn ``(r, c) -> (n-1-r, n-1-c)``, which swaps the homes: ``steps``
+        must be a multiple of 3."""
+        if steps % 3:
+            raise ValueError(f"the rhombus turns onto itself by half turns only (steps a multiple of 3), not {steps}")
+        return cell if steps % 6 == 0 else self.cells - 1 - cell

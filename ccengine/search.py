@@ -32,7 +32,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from ._core import RulesTables, State, tables_for
-from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, RolloutEvaluator, SearchForest, canonical_pieces
+from ._playout import RolloutEvaluator
+from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, SearchForest, canonical_pieces
 from plumbing.fields import FieldError, build_config, check_fields, checked
 from .rules import PASS, Rules
 

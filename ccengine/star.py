@@ -49,10 +49,10 @@ class StarGeometry:
     """Cells, neighbours, points, homes and goals of the star for ``players`` players.
 
     The interface the rules engines and players use is the rhombus
-    :class:`ccengine.rules.Geometry`'s: ``cells``, ``k``, ``players``, ``step``, ``offset``,
-    ``home``, ``goal``, ``forward_distance``, ``advance`` (and its table ``advances``),
-    ``start_board``, ``reflect``. The star adds ``coords``, ``index``, ``point``, ``points`` and
-    ``seats``.
+    :class:`ccengine.rules.Geometry`'s: ``cells``, ``k``, ``players``, ``seats``, ``step``,
+    ``offset``, ``home``, ``goal``, ``forward_distance``, ``advance`` (and its table
+    ``advances``), ``start_board``, ``reflect``, ``turn``, ``drawn``, ``grid`` and ``grid_side``.
+    The star adds ``coords``, ``index``, ``point`` and ``points``.
     """
 
     kind = "star"
@@ -89,6 +89,13 @@ class StarGeometry:
         self.advances: tuple[tuple[int, ...], ...] = tuple(
             tuple(self.advance(p, i) for i in range(self.cells)) for p in range(players)
         )
+        #: ``drawn[i]``: where cell i is drawn, ``(row, column)``: one row per ``r`` (north at the
+        #: top), columns in half-cells (``2q + r``).
+        self.drawn: tuple[tuple[int, int], ...] = tuple((r, 2 * q + r) for q, r in self.coords)
+        #: ``grid[i]``: cell i's element ``row * grid_side + col`` of the square matrix of the hex
+        #: axes that holds the star, ``-2t <= q, r <= 2t``: ``(r + 2t, q + 2t)``.
+        self.grid_side = 4 * t + 1
+        self.grid: tuple[int, ...] = tuple((r + 2 * t) * self.grid_side + (q + 2 * t) for q, r in self.coords)
 
     def goal(self, player: int) -> frozenset[int]:
         """The cells player ``player`` must fill: the point opposite its seat."""

@@ -1,12 +1,13 @@
-"""The board's one symmetry that keeps both homes (two players): a reflection, an involution.
+"""The board's one symmetry that keeps player 0's home: a reflection, an involution.
 
 On the rhombus it is ``(r, c) -> (n-1-c, n-1-r)``, the mirror about the bottom-left--top-right
 diagonal of the matrix (the seed paper's data augmentation; its code does
 ``fliplr(rot90(plane))``). On the 121-hole star it is the left-right mirror
-``(q, r) -> (-q-r, r)`` (``StarGeometry.reflect``), which keeps the north and south points, the
-two-player homes. Either maps the six hex directions onto each other and each home onto itself,
-so a reflected position is a legal position of the same game with the same result, and its legal
-moves are the reflected moves. Both are tables of cells (:func:`reflect_table`).
+``(q, r) -> (-q-r, r)``, which keeps the north and south points and swaps the east and west ones.
+Both are the geometry's ``reflect``, tables of cells here (:func:`reflect_table`). Either maps the
+six hex directions onto each other and each two-player home onto itself, so a reflected position
+is a legal position of the same game with the same result, and its legal moves are the reflected
+moves; with more players it also permutes the other seats (:func:`seat_reflection`).
 
 Piece IDs stay attached to their pieces under reflection (``reflect_pieces`` moves cells, not
 IDs), so a reflected policy keeps each ID's block and reflects the destination within it:
@@ -14,26 +15,26 @@ index ``id * cells + e`` -> ``id * cells + reflect(e)``. The seed paper's code a
 input planes but copies the policy target unchanged, which pairs reflected inputs with
 unreflected destinations; we reflect both.
 
-Planes: on the rhombus the reflection is a transpose-and-flip of the ``n x n`` matrix; on the star
-the cells' elements of the 17 x 17 grid (``ccengine.encoding.plane_cells``) are permuted by the
-table and the elements off the star (0 in every plane) stay where they are.
+Planes: the cells' elements of the planes' grid (``ccengine.encoding.plane_cells``) are permuted by
+the table, and elements off the board (the star's, 0 in every plane) stay where they are; on the
+rhombus, whose grid is its matrix, that is a transpose-and-flip of the ``n x n`` matrix.
 
-The reflection commutes with the 180-degree rotation of the ``general`` encoding (both
-compositions give ``(r, c) -> (c, r)`` on the rhombus and ``(q, r) -> (q + r, -r)`` on the star),
-so the same plane and policy maps serve both encodings and both sides to move.
+The reflection commutes with the seat frames of the ``general`` encoding (with two players the
+half turn: both compositions give ``(r, c) -> (c, r)`` on the rhombus and ``(q, r) -> (q + r, -r)``
+on the star), so the same plane and policy maps serve both encodings and every side to move.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from .encoding import plane_cells, plane_side
+from .encoding import plane_cells, plane_side, seat_frame
 from .notation import Position
-from .rules import PASS, STAR_N, Rules
-from .star import StarGeometry
+from .rules import MAX_N, PASS, Geometry, Rules
 
 __all__ = [
     "reflect_board",
@@ -45,25 +46,25 @@ __all__ = [
     "reflect_policy",
     "reflect_position",
     "reflect_table",
+    "seat_reflection",
 ]
 
 Move = tuple[int, int]
 
 
-@lru_cache(maxsize=None)
-def _table(n: int) -> np.ndarray:
-    i = np.arange(n * n)
-    r, c = np.divmod(i, n)
-    table = (n - 1 - c) * n + (n - 1 - r)
-    table.setflags(write=False)
-    return table
-
-
-@lru_cache(maxsize=16)
-def _star_table(geometry: StarGeometry) -> np.ndarray:
+@lru_cache(maxsize=32)
+def _reflection(geometry: Any) -> np.ndarray:
+    """``(cells,)``: the geometry's ``reflect`` as a read-only table (cached by the geometry)."""
     table = np.array([geometry.reflect(i) for i in range(geometry.cells)], dtype=np.int64)
     table.setflags(write=False)
     return table
+
+
+@lru_cache(maxsize=None)
+def _matrix_reflection(n: int) -> np.ndarray:
+    """The reflection of the ``n x n`` rhombus, for planes given without rules (whose grid is
+    the rhombus's matrix)."""
+    return _reflection(Geometry(n, 1))
 
 
 @lru_cache(maxsize=16)
@@ -79,10 +80,7 @@ def _plane_gather(rules: Rules) -> np.ndarray:
 
 def reflect_table(rules: Rules) -> np.ndarray:
     """``(cells,)`` int: ``table[i]`` is the reflection of cell ``i`` (read-only)."""
-    geometry = rules.geometry
-    if isinstance(geometry, StarGeometry):
-        return _star_table(geometry)
-    return _table(rules.n)
+    return _reflection(rules.geometry)
 
 
 def reflect_cells(rules: Rules, cells: np.ndarray) -> np.ndarray:
@@ -127,22 +125,22 @@ def reflect_planes(planes: np.ndarray, rules: Rules | None = None) -> np.ndarray
     """Reflect encoded planes ``(..., side, side)``; returns a new C-contiguous array (so
     ``torch.from_numpy`` takes it).
 
-    Rhombus (``rules`` None or a rhombus): ``out[..., r, c] = in[..., n-1-c, n-1-r]``. Star
-    (``rules`` required): each cell's element moves to its reflection's, elements off the star are
-    copied unchanged. Works on any encoding here, since every plane is a per-cell map or constant
-    on the board.
+    Each cell's element moves to its reflection's, elements off the board are copied unchanged.
+    Without ``rules`` the planes are taken for the ``side x side`` rhombus:
+    ``out[..., r, c] = in[..., n-1-c, n-1-r]``. Works on any encoding here, since every plane is
+    a per-cell map or constant on the board.
     """
     planes = np.asarray(planes)
     if planes.ndim < 2 or planes.shape[-1] != planes.shape[-2]:
         raise ValueError(f"planes have shape {planes.shape}, need (..., side, side)")
-    if rules is None and planes.shape[-1] == STAR_N:
-        raise ValueError(f"{STAR_N} x {STAR_N} planes are the star's: pass rules= to reflect them")
-    if rules is not None and planes.shape[-1] != plane_side(rules):
-        raise ValueError(f"planes have side {planes.shape[-1]}, the {rules.name} rules need {plane_side(rules)}")
-    if rules is None or not rules.is_star:
-        return np.ascontiguousarray(np.flip(np.swapaxes(planes, -1, -2), axis=(-2, -1)))
-    flat = np.ascontiguousarray(planes).reshape(*planes.shape[:-2], -1)
-    return np.take(flat, _plane_gather(rules), axis=-1).reshape(planes.shape)
+    side = planes.shape[-1]
+    if rules is None and side > MAX_N:
+        raise ValueError(f"{side} x {side} planes are not a rhombus's (the star's?): pass rules= to reflect them")
+    if rules is not None and side != plane_side(rules):
+        raise ValueError(f"planes have side {side}, the {rules.name} rules need {plane_side(rules)}")
+    gather = _matrix_reflection(side) if rules is None else _plane_gather(rules)
+    flat = np.ascontiguousarray(planes).reshape(*planes.shape[:-2], side * side)
+    return np.take(flat, gather, axis=-1).reshape(planes.shape)
 
 
 def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
@@ -161,28 +159,26 @@ def reflect_policy(rules: Rules, policy: np.ndarray) -> np.ndarray:
 
 
 def seat_reflection(rules: Rules) -> np.ndarray | None:
-    """How the reflection permutes the seats in the mover's frame.
+    """How the reflection permutes the seats in the mover's frame, or None where it does not.
 
-    The ``general`` encoding of three or more players turns the board so that the mover sits at
-    the north point; the reflection about the north-south axis keeps the mover there and maps
-    point ``x`` to ``-x`` (mod 6). Returns ``perm`` (int64 ``[P]``): the player ``i`` seats after
-    the mover (``i = 0``: the mover) sits, reflected, where the player ``perm[i]`` seats after
-    the mover sat, the same for every mover: star3 ``[0, 2, 1]``, star6 ``[0, 5, 4, 3, 2, 1]``.
-    Two players: ``[0, 1]``, no seat moves. None when the reflection does not map the seating onto
-    itself for every mover (star4: the seats 0, 1, 3, 4 seen from seat 0 are points 1, 3, 4 after
-    it, reflected 5, 3, 2).
+    The ``general`` encoding turns the board into the mover's seat frame, where the reflection
+    keeps the mover's home. Returns ``perm`` (int64 ``[P]``): the home of the player ``i`` seats
+    after the mover (``i = 0``: the mover), reflected, is the home of the player ``perm[i]``
+    seats after the mover, the same for every mover: two players ``[0, 1]``, star3 ``[0, 2, 1]``,
+    star6 ``[0, 5, 4, 3, 2, 1]``. None when the reflection does not map the seating onto itself
+    for every mover alike (star4: seen from seat 0 the others sit at points 1, 3, 4; reflected,
+    at 5, 3, 2).
     """
-    if not rules.is_star:  # the rhombus's reflection maps each home onto itself
-        return np.arange(rules.players, dtype=np.int64)
-    seats = rules.geometry.seats
-    players = len(seats)
+    geometry, players = rules.geometry, rules.players
+    table = reflect_table(rules)
     perms = set()
     for p in range(players):
-        rel = [(seats[(p + i) % players] - seats[p]) % 6 for i in range(players)]
-        image = [(-x) % 6 for x in rel]
-        if sorted(image) != sorted(rel):
+        frame = seat_frame(rules, p)
+        homes = [frozenset(frame[list(geometry.home[(p + i) % players])].tolist()) for i in range(players)]
+        images = [frozenset(table[list(home)].tolist()) for home in homes]
+        if any(image not in homes for image in images):
             return None
-        perms.add(tuple(rel.index(x) for x in image))
+        perms.add(tuple(homes.index(image) for image in images))
     if len(perms) != 1:
         return None
     return np.array(perms.pop(), dtype=np.int64)

@@ -1,15 +1,17 @@
 """The network as the tree search's leaf evaluator: encoder, policy-index frame, batched inference.
 
 The search hands out piece lists and *absolute* policy indices (``id * cells + e``); an encoding
-that shows player 1 the board rotated by 180 degrees (``general``) also rotates the destination
-in the network's policy, so indices of rows with player 1 to move are mapped into that frame
-before the network is asked. Priors come back in the order the search gave the moves.
+that shows each mover the board in its seat frame (``general``: player 1 of two sees it turned by
+180 degrees; of more, each mover's point is turned to the north; ``ccengine.encoding.seat_frame``)
+also turns the destinations in the network's policy, so the indices are mapped into the mover's
+frame before the network is asked (:func:`ccengine.encoding.frame_indices`), and the opponent
+head's logits back to absolute indices. Priors come back in the order the search gave the moves.
 
-Three or more players: the encoding turns the board so that the mover's seat is the north point
-(``ccengine.encoding.seat_frame``), destinations likewise, and the value head answers one share
-per seat in the mover's frame (mover first, then the seats after it); ``absolute_seats``
-turns that vector back to absolute seats, which is what the max-n search backs up. This module
-is the one place where the search's absolute frame meets the network's.
+Values: a two-player network answers one value, the mover's (its tanh head), which is what the
+two-player search backs up; with more players the head answers one share per seat in the mover's
+frame (mover first, then the seats after it), and ``absolute_seats`` turns that vector back to
+absolute seats for the max-n search. This module is the one place where the search's absolute
+frame meets the network's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ccengine.encoding import Encoding, absolute_seats, encoding_for, seat_frame
+from ccengine.encoding import Encoding, absolute_seats, encoding_for, encodings_for, frame_indices
 from ccengine.rules import Rules
 
 from .backends import resolve_backend
@@ -80,7 +82,7 @@ class NetworkEvaluator:
         planes = self._encode(pieces, to_move)
         priors, values = self.inference.evaluate(planes, self.network_frame(legal, to_move), counts)
         self.positions += len(to_move)
-        if values.ndim == 2:
+        if values.ndim == 2:  # a share per seat (three or more players), in the mover's frame
             values = absolute_seats(values, to_move)
         return priors, values
 
@@ -89,7 +91,7 @@ class NetworkEvaluator:
     ) -> np.ndarray:
         """The network's raw move outputs (a DQN network's Q values) of each row's legal moves.
 
-        ``pieces (B, H, 2, k)``, ``to_move (B,)``, ``legal (B, M)`` absolute policy indices of
+        ``pieces (B, H, P, k)``, ``to_move (B,)``, ``legal (B, M)`` absolute policy indices of
         which the first ``counts[b]`` count; returns float32 ``(B, M)``, ``-inf`` on the padding.
         """
         b = len(to_move)
@@ -116,13 +118,9 @@ class NetworkEvaluator:
         planes = self._encode(pieces, to_move)
         priors, values, opponent = self.inference.evaluate_opponent(planes, self.network_frame(legal, to_move), counts)
         self.positions += b
-        if self.encoding.rotate:
-            # The head answers in the frame of the leaf's mover: destinations rotated for player 1.
-            cells = self.rules.cells
-            flip = np.asarray(to_move) == 1
-            blocks = opponent.reshape(b, -1, cells)
-            blocks[flip] = blocks[flip][:, :, ::-1]
-        return priors, values, opponent
+        # The head answers in the leaf mover's frame: absolute index a reads the network's at frame(a).
+        every = np.broadcast_to(np.arange(opponent.shape[1]), opponent.shape)
+        return priors, values, np.take_along_axis(opponent, self.network_frame(every, to_move), axis=1)
 
     def _encode(self, pieces: np.ndarray, to_move: np.ndarray) -> np.ndarray:
         """The planes of a batch, in a buffer reused from call to call."""
@@ -132,19 +130,9 @@ class NetworkEvaluator:
         return self.encoding.encode(pieces, to_move, out=self._planes[:b])
 
     def network_frame(self, legal: np.ndarray, to_move: np.ndarray) -> np.ndarray:
-        """Absolute policy indices mapped into the network's frame (rotated for player 1; with
-        three or more players, turned so that the mover's seat is the north point)."""
-        if not self.encoding.rotate:
-            return legal
-        cells = self.rules.cells
-        if self.rules.players > 2:
-            tm = np.asarray(to_move, dtype=np.int64)
-            dest = legal % cells
-            frames = np.stack([seat_frame(self.rules, p) for p in range(self.rules.players)])
-            return legal - dest + frames[tm[:, None], dest]
-        rotate = (np.asarray(to_move) == 1)[:, None]
-        dest = legal % cells
-        return np.where(rotate, legal - dest + (cells - 1 - dest), legal)
+        """Absolute policy indices ``(B, M)`` mapped into the network's frame: each row's
+        destinations in its mover's seat frame where the encoding turns the board."""
+        return frame_indices(self.rules, legal, to_move, self.encoding.rotate)
 
 
 def load_network_evaluator(
@@ -165,7 +153,7 @@ def load_network_evaluator(
     ``paper`` encoding (benchmarks; ``general`` on the star, which has no ``paper`` encoding).
     ``backend``: how the network runs (``learner.backends``).
     """
-    default = "general" if rules.is_star else "paper"
+    default = encodings_for(rules)[0]
     if source is None:
         enc = encoding_for(rules, encoding or default, history=history)
         config = NetConfig.for_rules(rules, enc.in_planes, "paper")

@@ -379,7 +379,7 @@ def test_play_answers_a_bad_number_and_asks_again(typed):
     out = io.StringIO()
     answers = iter([typed, "quit"])
     result = play_terminal(RULES, "greedy", human_side=0, seed=0, read=lambda prompt: next(answers), out=out)
-    assert result == -1  # the person resigned after the bad move was refused
+    assert result == (0.0, 1.0)  # the person resigned after the bad move was refused
     refusal = [line for line in out.getvalue().splitlines() if line.startswith("not a move")]
     assert len(refusal) == 1 and len(refusal[0]) <= MAX_ERROR_LINE
 

@@ -82,6 +82,29 @@ def test_a_batch_of_only_hits_does_not_call_the_evaluator():
     assert inner.calls == 1
 
 
+class ShareHash(PositionHash):
+    """PositionHash for three players: a share per seat, from the same hash."""
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        priors, values = super().evaluate(pieces, to_move, legal, counts)
+        shares = np.stack([values + 2.0, values + 3.0, 2.0 * values + 4.0], axis=1)
+        return priors, (shares / shares.sum(1, keepdims=True)).astype(np.float32)
+
+
+def test_a_vector_of_shares_is_kept_and_answered_like_a_value():
+    inner = ShareHash()
+    cache = EvaluationCache(inner, capacity=100)
+    cache.evaluate(*batch([(A, 0)]))
+    mixed = cache.evaluate(*batch([(B, 2), (A, 0)]))  # one hit, one miss
+    hits = cache.evaluate(*batch([(A, 0), (B, 2)]))   # hits only
+    assert inner.rows == 2 and cache.hits == 3
+    for got, rows in ((mixed, [(B, 2), (A, 0)]), (hits, [(A, 0), (B, 2)])):
+        want = ShareHash().evaluate(*batch(rows))
+        assert got[1].shape == (2, 3)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
+
+
 def test_the_cache_is_bounded_and_drops_the_least_recently_used():
     inner = PositionHash()
     cache = EvaluationCache(inner, capacity=2)

@@ -10,7 +10,8 @@ from replay_helpers import random_game_record
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from ccengine._core import State
-from ccengine._search import RolloutEvaluator, SearchForest
+from ccengine._playout import RolloutEvaluator
+from ccengine._search import SearchForest
 from ccengine.encoding import PieceTracker, absolute_seats, encoding_for, mover_frame
 from ccengine.engines import new_state
 from ccengine.rules import preset

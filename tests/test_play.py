@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ccengine import move_path, new_state, preset
+from ccengine import format_move, move_path, new_state, preset
 from ccengine.reference import is_witness_path
 from hopzero.play import play_terminal
 
@@ -35,8 +35,9 @@ def test_a_whole_game_with_typing_mistakes():
     assert "not a move:" in text
     assert "illegal: that piece is not yours" in text
     assert "computer plays" in text and "thinking: top moves" in text
-    assert result in (-1, 0, 1)
-    assert any(end in text for end in ("You win!", "The computer wins.", "The game is a draw."))
+    assert "you play x (south point, player 0 of 2)" in text
+    assert result in ((1.0, 0.0), (0.0, 1.0), (0.5, 0.5))
+    assert any(end in text for end in ("You win!", "Player(s) 1 win (", "The game is a draw ("))
 
 
 def test_play_command_quits_cleanly_on_end_of_input():
@@ -95,15 +96,15 @@ def test_a_whole_star2_game_typed_with_hop_paths():
 
     result = play_terminal(rules, "greedy-stochastic", human_side=1, seed=3, read=read, out=out)
     text = out.getvalue()
-    assert "you play o (bottom)" in text and "118 119" in text  # the star with its numbers
+    assert "you play o (south point, player 1 of 2)" in text and "118 119" in text  # the star with its numbers
     assert "not a move: move '1.1-2.1'" in text
     assert "illegal: the piece cannot reach that cell" in text
     assert "illegal: that piece is not yours" in text
     assert "illegal: the path " in text and "is not a chain of single hops" in text
     assert len(typed_chains) >= 2  # the refused path, then chains typed whole and accepted
     assert int(re.findall(r"^ply (\d+),", text, re.MULTILINE)[-1]) > 20
-    assert result in (-1, 0, 1)
-    assert any(end in text for end in ("You win!", "The computer wins.", "The game is a draw."))
+    assert result in ((1.0, 0.0), (0.0, 1.0), (0.5, 0.5))
+    assert any(end in text for end in ("You win!", "Player(s) 0 win (", "The game is a draw ("))
 
 
 def test_play_command_on_the_star():
@@ -124,3 +125,44 @@ def test_play_command_on_the_star():
     assert "illegal: that piece is not yours" in proc.stdout
     assert "illegal: the piece cannot reach" in proc.stdout and "not a move:" in proc.stdout
     assert "You resign." in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_diamond_game_shows_and_takes_hop_chains_as_paths():
+    """On the diamond the computer shows its moves as paths in both notations, and the person may
+    type a hop chain's path, which is checked leg by leg."""
+    rules = preset("cc49")
+    out = io.StringIO()
+    shadow = new_state(rules)
+    seen = [0]
+    typed: list[str] = []
+
+    def read(prompt: str) -> str:
+        shown = re.findall(r"^computer plays \S+ \((\S+)\)$", out.getvalue(), re.MULTILINE)
+        for text in shown[seen[0] :]:
+            path = [int(c) for c in text.split("-")]
+            assert is_witness_path(rules, shadow.board, path), text
+            shadow.play((path[0], path[-1]))
+        seen[0] = len(shown)
+        if len(typed) == 2 or shadow.ply > 60:
+            return "quit"
+        chains = [m for m in shadow.legal_moves() if len(move_path(rules, shadow.board, m)) > 2]
+        if not chains:  # not yet: the first legal move, as its names
+            move = shadow.legal_moves()[0]
+            shadow.play(move)
+            return format_move(rules, move)
+        path = move_path(rules, shadow.board, chains[0])
+        if not typed:  # first the chain's ends with a cell between them that no hop lands on
+            wrong = next(x for x in range(rules.cells)
+                         if not is_witness_path(rules, shadow.board, [path[0], x, path[-1]]))
+            typed.append(f"{path[0]}-{wrong}-{path[-1]}")
+            return typed[-1]
+        typed.append("-".join(format_move(rules, [c]) for c in path))
+        shadow.play(chains[0])
+        return typed[-1]
+
+    scores = play_terminal(rules, "greedy", human_side=1, seed=2, read=read, out=out)
+    text = out.getvalue()
+    assert scores == (1.0, 0.0)  # the person resigned
+    assert re.search(r"^computer plays \d+\.\d+-\d+\.\d+(-\d+\.\d+)* \(\d+-\d+(-\d+)*\)$", text, re.MULTILINE)
+    assert len(typed) == 2 and "is not a chain of single hops" in text
+    assert text.count("You resign.") == 1 and "illegal: the piece" not in text

@@ -108,10 +108,10 @@ def test_players_pass_when_pass_is_the_only_move():
 
 @pytest.mark.parametrize("name", ["cc49", "paper", "cc81", "small-4-3", "small-5-1", "small-6-6"])
 def test_the_c_greedy_rule_picks_exactly_the_python_candidates(name):
-    # The playouts and opponent=greedy use the C twin of greedy_candidates (_search._greedy_pick):
+    # The playouts and opponent=greedy use the C twin of greedy_candidates (_playout._greedy_pick):
     # on every position of a few games, its picks over many tie-break seeds are the candidates.
     from ccengine._core import State
-    from ccengine._search import greedy_pick
+    from ccengine._playout import greedy_pick
 
     rules = preset(name)
     rng = np.random.default_rng(7)

@@ -14,6 +14,7 @@ from ccengine.render import (
     format_move,
     parse_cell,
     parse_human_move,
+    parse_human_path,
     render_board,
     render_position,
     use_color,
@@ -217,3 +218,18 @@ def test_star_last_move_and_cell_names():
     for text in ("1.1-2.1", "3-999"):
         with pytest.raises(NotationError):
             parse_human_move(rules, text)
+
+
+def test_a_hop_chain_is_written_and_read_as_its_path_on_either_board():
+    cc49, star = preset("cc49"), preset("star2")
+    assert format_move(cc49, (35, 21, 7)) == "12.1-10.1-8.1" and format_move(cc49, (35, 21, 7), "index") == "35-21-7"
+    assert parse_human_path(cc49, "12.1 -> 10.1 - 7") == (35, 21, 7)
+    assert parse_human_path(cc49, "35 21") == (35, 21) and parse_human_path(cc49, "pass") == PASS
+    assert format_move(star, (3, 16, 29)) == "3-16-29" == format_move(star, (3, 16, 29), "index")
+    assert parse_human_path(star, "3-16-29") == (3, 16, 29)
+    with pytest.raises(NotationError, match=re.escape("move '1.1-2.1': cell '1.1' must be a cell index 0..120")):
+        parse_human_path(star, "1.1-2.1")
+    with pytest.raises(NotationError, match="hop chain's path"):
+        parse_human_path(cc49, "12.1")
+    with pytest.raises(NotationError, match=re.escape("row 14 is off the board")):
+        parse_human_path(cc49, "12.1-14.1")

@@ -12,7 +12,7 @@ from ccengine.encoding import (
     encoding_for,
     plane_cells,
     plane_side,
-    view_cells,
+    seat_frame,
 )
 from ccengine.engines import new_state, state_class
 from learner.players import make_player
@@ -81,12 +81,11 @@ def test_cells_sit_at_r_plus_8_q_plus_8_and_hex_neighbours_are_grid_neighbours()
     assert offsets == {(0, 1), (0, -1), (1, 0), (-1, 0), (-1, 1), (1, -1)}
 
 
-def test_view_cells_is_the_180_degree_rotation():
-    cells = np.arange(STAR.cells)
-    rotated = view_cells(STAR, cells, True)
+def test_the_two_player_seat_frame_is_the_180_degree_rotation():
+    rotated = seat_frame(STAR, 1)
     assert [GEO.coords[int(j)] for j in rotated] == [(-q, -r) for q, r in GEO.coords]
-    assert view_cells(STAR, np.array([-1, 5]), True).tolist() == [-1, 115]
-    assert (view_cells(STAR, cells, False) == cells).all()
+    assert rotated.tolist() == [STAR.cells - 1 - i for i in range(STAR.cells)]
+    assert seat_frame(STAR, 0).tolist() == list(range(STAR.cells))
 
 
 # ---------------------------------------------------------------------------------------------

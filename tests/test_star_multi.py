@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_cli import run, run_json
 
 from ccengine import _core
-from ccengine._search import greedy_pick
+from ccengine._playout import greedy_pick
 from ccengine.notation import format_compact121, parse_compact121, parse_position, start_position
 from ccengine.players import GreedyPlayer, StochasticGreedyPlayer, greedy_candidates
 from ccengine.reference import ReferenceState, rows_advanced

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from ccengine._core import State
-from ccengine._search import RolloutEvaluator, SearchForest, canonical_pieces
+from ccengine._playout import RolloutEvaluator
+from ccengine._search import SearchForest, canonical_pieces
 from ccengine.rules import preset
 from ccengine.search import BatchedSearch, SearchConfig
 
