@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ccengine.encoding import Encoding
+from ccengine.encoding import Encoding, frame_indices
 from plumbing.fields import FieldError, check_fields, checked
 from ccengine.symmetry import reflect_planes, reflect_policy
 from learner.records import GameRecord
@@ -245,7 +245,7 @@ class TransitionWindow(WindowMirror):
         if m == 0:
             return 0
         h = self.encoding.history
-        cells, psize = self.rules.cells, self.encoding.policy_size
+        psize = self.encoding.policy_size
         full = rec.pieces.astype(np.int8)  # the whole game from its start: no start_pieces
 
         def history_of(at: np.ndarray) -> np.ndarray:
@@ -253,13 +253,9 @@ class TransitionWindow(WindowMirror):
             return np.where((src >= 0)[:, :, None, None], full[np.maximum(src, 0)], np.int8(-1))
 
         tm = rec.to_move[source].astype(np.int64)
-        rotate = self.encoding.rotate
 
         def frame(index: np.ndarray, mover: np.ndarray) -> np.ndarray:
-            if not rotate:
-                return index
-            pid, dest = np.divmod(index, cells)
-            return np.where(mover == 1, pid * cells + (cells - 1 - dest), index)
+            return frame_indices(self.rules, index, np.broadcast_to(mover, np.shape(index)), self.encoding.rotate)
 
         off = rec.policy_offsets.astype(np.int64)
         index = rec.policy_index.astype(np.int64)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ccengine.encoding import encodings_for
 from ccengine.engines import new_state
 from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> Report:
     if len(backends) not in (1, n) or len(caches) not in (1, n):
         raise BenchError(f"--backend names {len(backends)} setup(s) and --cache {len(caches)}: give one or as many")
     setups = list(zip(backends * (n // len(backends)), caches * (n // len(caches))))
-    encoding = args.encoding or ("general" if args.preset.is_star else "paper")
+    encoding = args.encoding or encodings_for(args.preset)[0]
     runs = bench_selfplay(args.preset, setups=setups, games=args.games, simulations=args.sims, seconds=args.seconds,
                           rounds=args.rounds, seed=args.seed, encoding=encoding)
     first = runs[0].sims_per_s_per_core

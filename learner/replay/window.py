@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import Encoding, mover_frame, seat_frame
+from ccengine.encoding import Encoding, frame_indices, mover_frame
 from ccengine.rules import Rules, RulesError
 from ccengine.symmetry import reflect_planes, reflect_policy, seat_reflection
 from learner.records import GameRecord
@@ -239,8 +239,8 @@ class WindowMirror:
     def _targets(self, rec: GameRecord, rows: np.ndarray, lens: np.ndarray,
                  frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The sparse targets of the record's positions ``rows`` (``lens`` entries each),
-        concatenated: indices in the network's frame of the player ``frame[i]`` (rotated where
-        the encoding rotates and that player is 1), probabilities renormalized per position."""
+        concatenated: indices in the network's frame of the player ``frame[i]`` (its seat frame
+        where the encoding turns the board), probabilities renormalized per position."""
         if len(rows) == 0 or lens.sum() == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         off = rec.policy_offsets.astype(np.int64)
@@ -248,15 +248,7 @@ class WindowMirror:
         ent = np.repeat(off[rows], lens) + np.arange(lens.sum()) - np.repeat(first, lens)
         idx = rec.policy_index[ent].astype(np.int64)
         prob = rec.policy_prob[ent].astype(np.float32)
-        if self.encoding.rotate and self.rules.players > 2:
-            cells = self.rules.cells
-            pid, dest = np.divmod(idx, cells)
-            frames = np.stack([seat_frame(self.rules, p) for p in range(self.rules.players)])
-            idx = pid * cells + frames[np.repeat(frame, lens), dest]
-        elif self.encoding.rotate:
-            cells = self.rules.cells
-            pid, dest = np.divmod(idx, cells)
-            idx = np.where(np.repeat(frame, lens) == 1, pid * cells + (cells - 1 - dest), idx)
+        idx = frame_indices(self.rules, idx, np.repeat(frame, lens), self.encoding.rotate)
         nonempty = lens > 0
         sums = np.add.reduceat(prob, first[nonempty])
         prob /= np.repeat(sums, lens[nonempty])
