@@ -90,6 +90,9 @@ class SelfPlayService:
             resign_playout_fraction=selfplay.resign_playout_fraction,
             backend=network.backend,
             eval_cache=selfplay.eval_cache,
+            full_search_prob=selfplay.full_search_prob,
+            fast_simulations=selfplay.fast_simulations,
+            surprise_weighting=selfplay.surprise_weighting,
         )
         s1 = stage1
         self.heuristic = (
