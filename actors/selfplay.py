@@ -68,7 +68,8 @@ from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 from learner.training import load_weights_into
 
-__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator", "policy_surprise", "surprise_weights"]
+__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator", "policy_surprise", "surprise_weights",
+           "technique_options"]
 
 
 class NoWeightsError(RuntimeError):
@@ -163,6 +164,13 @@ def policy_surprise(target: np.ndarray, prior: np.ndarray) -> float:
     pi = target / total
     seen = pi > 0
     return float(np.sum(pi[seen] * np.log(pi[seen] / np.maximum(prior[seen], 1e-8))))
+
+
+def technique_options(selfplay: Any) -> dict[str, Any]:
+    """The :class:`SelfPlayWorker` keywords of KataGo's self-play options in a run's
+    ``selfplay`` section (``actors.config.SelfPlayConfig``)."""
+    return {"full_search_prob": selfplay.full_search_prob, "fast_simulations": selfplay.fast_simulations,
+            "surprise_weighting": selfplay.surprise_weighting}
 
 
 class SelfPlayWorker:

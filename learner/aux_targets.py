@@ -27,6 +27,7 @@ slots) and builds each batch's targets in the network's frame, reflected with th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from ccengine.symmetry import reflect_table, seat_reflection
 
 from .records import GameRecord
 
-__all__ = ["AuxBatch", "AuxTargetStore", "RecordTargets", "final_board", "record_targets", "seat_progress"]
+__all__ = ["AuxBatch", "AuxTargetStore", "RecordTargets", "aux_store", "final_board", "record_targets", "seat_progress"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,14 @@ def record_targets(rules: Rules, rec: GameRecord) -> RecordTargets:
     t = rec.num_positions
     return RecordTargets(final_board=board, progress=seat_progress(rules, board),
                          plies_left=(t - np.arange(t)).astype(np.int32))
+
+
+def aux_store(net: Any, encoding: Encoding, window_positions: int) -> AuxTargetStore | None:
+    """The store a replay window of ``window_positions`` needs for the network ``net`` (a
+    ``learner.model.NetConfig``): None when it has no auxiliary head."""
+    if not (net.ownership_head or net.score_head):
+        return None
+    return AuxTargetStore(encoding, window_positions, ownership=net.ownership_head, score=net.score_head)
 
 
 class AuxTargetStore:

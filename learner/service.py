@@ -22,7 +22,7 @@ import numpy as np
 from ccengine.encoding import encoding_for
 from ccengine.rules import Rules
 
-from .aux_targets import AuxTargetStore
+from .aux_targets import aux_store
 from .checkpoint import latest_checkpoint, save_checkpoint, trainer_from_checkpoint
 from .dqn import DQNConfig, DQNTrainer, TransitionWindow
 from .logs import configure_logging
@@ -101,8 +101,6 @@ class LearnerService:
             )
         else:
             net = self.trainer.net_config
-            aux = (AuxTargetStore(self.encoding, replay_config.window_positions, ownership=net.ownership_head,
-                                  score=net.score_head) if net.ownership_head or net.score_head else None)
             self.mirror = WindowMirror(
                 replay.reader(),
                 self.encoding,
@@ -110,7 +108,7 @@ class LearnerService:
                 value_target=replay_config.value_target,
                 limiter=self.limiter,
                 opponent_target=net.opponent_head,
-                aux=aux,
+                aux=aux_store(net, self.encoding, replay_config.window_positions),
             )
             if self.stage == 2:
                 self.mirror.min_model_version = SELFPLAY_MIN_VERSION
