@@ -31,8 +31,9 @@ class SelfPlayConfig:
     """Share of games that never resign, to measure how often resigning would be wrong."""
     full_search_prob: float = checked(1.0, gt=0, le=1)
     """KataGo's playout cap randomization (Wu 2019, "Accelerating Self-Play Learning in Go",
-    section 3.1): the share of moves that get a full search (``search.num_simulations``, root
-    noise) and are recorded as training positions; the others get a fast search of
+    its "Playout Cap Randomization"): the share of moves that get a full search
+    (``search.num_simulations``, root noise) and are recorded as training positions; the others
+    get a fast search of
     ``fast_simulations`` without noise that only chooses the move, and train nothing, neither
     policy nor value, as in KataGo (they stay in the record for the history planes). 1 (the
     default): every move is a full search. KataGo: 0.25."""

@@ -496,7 +496,7 @@ cdef class SearchForest:
       evaluator's opponent model rates most likely (its largest logit among the legal replies,
       ties at random), given at the parent, the node where the root mover chose the move replied
       to. :meth:`expand_and_backup` then takes each leaf's opponent logits as a third array.
-    - ``forced_playouts``: k of KataGo's forced playouts (Wu 2019, section 3.1), root only: a
+    - ``forced_playouts``: k of KataGo's forced playouts (Wu 2019, "Forced Playouts"), root only: a
       root child that has been visited but has fewer than ``sqrt(k * P * N_children)`` visits
       (P its prior, noise included; ``N_children`` the root children's visits) is selected
       before any other. 0 (the default): off.

@@ -120,8 +120,9 @@ class SearchConfig:
     network with the opponent head, ``network.opponent_head``). Paper: no."""
     forced_playouts: float = checked(0.0, ge=0)
     """KataGo's forced playouts with policy target pruning (Wu 2019, "Accelerating Self-Play
-    Learning in Go", section 3.1), self-play only: k of ``n_forced = sqrt(k * P * N_children)``,
-    the visits a root child that has been visited gets at least (P: its prior, noise included).
+    Learning in Go", its "Forced Playouts and Policy Target Pruning"), self-play only: k of
+    ``n_forced = sqrt(k * P * N_children)``, the visits a root child that has been visited gets
+    at least (P: its prior, noise included).
     The training target (:attr:`SearchResult.target`) then has those playouts taken out again
     (:func:`pruned_visits`). 0: off (paper: no; KataGo: 2)."""
 
@@ -278,7 +279,7 @@ def pruned_visits(
     visits: np.ndarray, q: np.ndarray, prior: np.ndarray, *, parent_visits: float, c_puct: float,
     forced_playouts: float,
 ) -> np.ndarray:
-    """KataGo's policy target pruning (Wu 2019, section 3.1): the root's visits with the forced
+    """KataGo's policy target pruning (Wu 2019, "Policy Target Pruning"): the root's visits with the forced
     playouts taken out again, float32 ``[n]``.
 
     The most visited child c* keeps its visits. Every other child loses up to its

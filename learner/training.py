@@ -322,11 +322,11 @@ def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple
 class LossWeights:
     """The coefficients of the loss terms (``LearnerConfig``'s)."""
 
-    l2: float = 0.0
-    value: float = 1.0
-    opponent: float = 0.15
-    ownership: float = 1.5
-    score: float = 1.0
+    l2: float
+    value: float
+    opponent: float
+    ownership: float
+    score: float
 
     @classmethod
     def of(cls, config: LearnerConfig) -> LossWeights:
