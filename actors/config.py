@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plumbing.fields import check_fields, checked
+from plumbing.fields import FieldError, check_fields, checked
 
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
 
@@ -29,6 +29,24 @@ class SelfPlayConfig:
     """Resign when the root value stays below ``-resign_threshold`` (0 = never; paper: never)."""
     resign_playout_fraction: float = checked(0.1, ge=0, le=1)
     """Share of games that never resign, to measure how often resigning would be wrong."""
+    full_search_prob: float = checked(1.0, gt=0, le=1)
+    """KataGo's playout cap randomization (Wu 2019, "Accelerating Self-Play Learning in Go",
+    its "Playout Cap Randomization"): the share of moves that get a full search
+    (``search.num_simulations``, root noise) and are recorded as training positions; the others
+    get a fast search of
+    ``fast_simulations`` without noise that only chooses the move, and train nothing, neither
+    policy nor value, as in KataGo (they stay in the record for the history planes). 1 (the
+    default): every move is a full search. KataGo: 0.25."""
+    fast_simulations: int = checked(0, ge=0)
+    """Simulations of a fast search (with ``full_search_prob`` below 1; fewer than
+    ``search.num_simulations``). KataGo: 100 against 600 for a full search."""
+    surprise_weighting: bool = checked(False)
+    """KataGo's policy surprise weighting (its g170 run; docs/KataGoMethods.md of its
+    repository): each game's training positions share their total weight half evenly and half
+    in proportion to the KL divergence of the search's policy target from the network's prior
+    at the root (noise included, as KataGo), so that positions where the search overturned the
+    prior train more. Written as the records' per-position ``weight``, which scales every loss
+    term of the position. Off (the default): every position weighs 1."""
     rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed for the training games only (stage 1 and self-play), on top of the
     game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
@@ -38,6 +56,9 @@ class SelfPlayConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.full_search_prob < 1 and self.fast_simulations < 1:
+            raise FieldError("fast_simulations", f"must be at least 1 when full_search_prob is below 1 "
+                                                 f"({self.full_search_prob}), got {self.fast_simulations}")
 
 
 def _valid_teacher(spec: str) -> bool:

@@ -30,6 +30,17 @@ What a record holds (docs/REPLAY.md):
   filters stale data by version never takes a game for younger than it is (-1: the game
   started before any weights, which only ``uniform_until_weights`` allows).
 
+Playout cap randomization (KataGo; off by default): with ``full_search_prob`` below 1, each
+searched move is a full search (``num_simulations``, root noise) with that probability, else a
+fast search (``fast_simulations``, no noise) that only chooses the move. A fast-searched position
+stays in the record for the history planes of the positions after it, with no policy target and
+``keep`` false: it trains nothing, neither policy nor value (KataGo records nothing of them). The
+draw has its own random stream per game, so the options off leave every game as it was.
+
+Policy surprise weighting (KataGo; off by default): the record's ``weight`` gives each trained
+position half an even share of the game's weight and half a share in proportion to the KL
+divergence of its policy target from the root's prior (noise included, as KataGo does).
+
 Resignation (off by default, as in the paper): a side resigns when its root value was below
 ``-resign_threshold`` at two consecutive own searched moves; the resigning position is not
 recorded (the game ends before it, like a terminal position), and the outcome is a loss for
@@ -57,7 +68,8 @@ from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 from learner.training import load_weights_into
 
-__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator"]
+__all__ = ["NoWeightsError", "SelfPlayWorker", "TimedEvaluator", "policy_surprise", "surprise_weights",
+           "technique_options"]
 
 
 class NoWeightsError(RuntimeError):
@@ -122,6 +134,42 @@ class _Game:
     would_resign: list[bool] = field(default_factory=lambda: [False, False])
     """Playout games: whether each side would have resigned at some point."""
     versions_seen: set[int] = field(default_factory=set)
+    full: list[bool] = field(default_factory=list)
+    """Per recorded position: whether a full search made it (playout cap randomization)."""
+    surprise: list[float] = field(default_factory=list)
+    """Per recorded position: KL divergence of its policy target from the root prior."""
+    cap_rng: np.random.Generator | None = None
+    """The game's draws of full or fast searches (with ``full_search_prob`` below 1)."""
+
+
+def surprise_weights(surprise: np.ndarray, trained: np.ndarray) -> np.ndarray:
+    """KataGo's policy surprise weights of one game's positions: of the total weight of the
+    ``trained`` positions (one each), half goes to them evenly and half in proportion to their
+    ``surprise`` (KL divergence of target from prior); the others weigh 1 (they train nothing).
+    No surprise at all leaves every weight 1."""
+    weights = np.ones(len(surprise), dtype=np.float64)
+    kl = np.where(trained, np.maximum(surprise, 0.0), 0.0)
+    if kl.sum() > 0:
+        weights[trained] = 0.5 + 0.5 * int(trained.sum()) * kl[trained] / kl.sum()
+    return weights.astype(np.float32)
+
+
+def policy_surprise(target: np.ndarray, prior: np.ndarray) -> float:
+    """KL divergence of the search's target distribution from the root prior, both over the
+    root's legal moves (``target`` unnormalised: visits or pruned visits)."""
+    total = float(target.sum())
+    if total <= 0:
+        return 0.0
+    pi = target / total
+    seen = pi > 0
+    return float(np.sum(pi[seen] * np.log(pi[seen] / np.maximum(prior[seen], 1e-8))))
+
+
+def technique_options(selfplay: Any) -> dict[str, Any]:
+    """The :class:`SelfPlayWorker` keywords of KataGo's self-play options in a run's
+    ``selfplay`` section (``actors.config.SelfPlayConfig``)."""
+    return {"full_search_prob": selfplay.full_search_prob, "fast_simulations": selfplay.fast_simulations,
+            "surprise_weighting": selfplay.surprise_weighting}
 
 
 class SelfPlayWorker:
@@ -142,6 +190,8 @@ class SelfPlayWorker:
     :meth:`set_weights` (tests); otherwise :meth:`step` refuses to run without weights.
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
     then not needed, and :meth:`set_weights` only updates the network and the version.
+    ``full_search_prob``/``fast_simulations``: playout cap randomization; ``surprise_weighting``:
+    policy surprise weights in the records (see the module docstring; ``SelfPlayConfig``).
     """
 
     def __init__(
@@ -165,9 +215,17 @@ class SelfPlayWorker:
         eval_cache: int = 0,
         uniform_until_weights: bool = False,
         evaluator: Evaluator | None = None,
+        full_search_prob: float = 1.0,
+        fast_simulations: int = 0,
+        surprise_weighting: bool = False,
     ) -> None:
         if games < 1:
             raise ValueError(f"games={games} must be at least 1")
+        if not 0.0 < full_search_prob <= 1.0:
+            raise ValueError(f"full_search_prob={full_search_prob} must be in (0, 1]")
+        if full_search_prob < 1.0 and not 1 <= fast_simulations < search.num_simulations:
+            raise ValueError(f"fast_simulations={fast_simulations} must be at least 1 and below the full "
+                             f"search's {search.num_simulations} simulations")
         if resign_threshold < 0:
             raise ValueError(f"resign_threshold={resign_threshold} must be >= 0 (0 = never resign)")
         if not 0.0 <= resign_playout_fraction <= 1.0:
@@ -183,6 +241,9 @@ class SelfPlayWorker:
         self.resign_threshold = float(resign_threshold)
         self.resign_playout_fraction = float(resign_playout_fraction)
         self.uniform_until_weights = uniform_until_weights
+        self.full_search_prob = float(full_search_prob)
+        self.fast_simulations = int(fast_simulations)
+        self.surprise_weighting = bool(surprise_weighting)
         self._versions = versions_now()
         self._rng = np.random.default_rng(self.seed)
 
@@ -214,6 +275,8 @@ class SelfPlayWorker:
         self._would_resign = 0
         self._false_resign = 0
         self._unrecorded = 0
+        self._fast_searches = 0
+        self._fast: set[int] = set()  # the games searched fast in the current step
         self._spanning = 0
         self._step_s = 0.0
         self._search_s = 0.0
@@ -263,6 +326,8 @@ class SelfPlayWorker:
         state = new_state(self.rules)  # the Cython engine: the search needs its states
         game = _Game(seed=seed, state=state, tracker=PieceTracker(self.rules), model_version=self.model_version,
                      playout=playout)
+        if self.full_search_prob < 1.0:
+            game.cap_rng = np.random.default_rng([seed, 2])  # its own stream, as the resignation draw
         self._games[g] = game
         self.search.set_root(g, state, rng=game_rng)
 
@@ -288,7 +353,9 @@ class SelfPlayWorker:
         if active:
             net_before = self._timed.seconds
             t_search = time.perf_counter()
-            results = self.search.search(self._timed, active)
+            self._fast = self._fast_games(active)
+            results = self.search.search(self._timed, active, fast=self._fast,
+                                         fast_simulations=self.fast_simulations)
             self._search_s += time.perf_counter() - t_search - (self._timed.seconds - net_before)
             for g in active:
                 res = results[g]
@@ -303,6 +370,18 @@ class SelfPlayWorker:
         self._steps += 1
         self._step_s += time.perf_counter() - t0
         return records
+
+    def _fast_games(self, active: list[int]) -> set[int]:
+        """The games whose move this step gets a fast search (playout cap randomization)."""
+        if self.full_search_prob >= 1.0:
+            return set()
+        fast = set()
+        for g in active:
+            game = self._games[g]
+            assert game is not None and game.cap_rng is not None
+            if game.cap_rng.random() >= self.full_search_prob:
+                fast.add(g)
+        return fast
 
     def _advance(self, g: int, res: SearchResult) -> GameRecord | None:
         """Record the searched position, maybe resign, play the move; a record when it ended."""
@@ -320,14 +399,19 @@ class SelfPlayWorker:
             if not game.pieces:
                 game.start_pieces = self._start_history(tracker, state.ply)
             self._searches += 1
-            self._simulations += self.config.num_simulations
-            total = int(res.visits.sum())
-            ok = (res.actions >= 0) & (res.visits > 0)
-            if total and ok.any():
+            full = g not in self._fast
+            self._simulations += self.config.num_simulations if full else self.fast_simulations
+            self._fast_searches += not full
+            target = res.target if res.target is not None else res.visits
+            ok = (res.actions >= 0) & (target > 0)
+            if full and ok.any():
                 idx = res.actions[ok].astype(np.int64)
-                prob = res.visits[ok] / float(res.visits[ok].sum())
-            else:  # the pass is the only move: no target
+                weights = target[ok].astype(np.float64)
+                prob = weights / weights.sum()
+            else:  # the pass is the only move, or a fast search: no target
                 idx, prob = np.zeros(0, np.int64), np.zeros(0)
+            game.full.append(full)
+            game.surprise.append(policy_surprise(target, res.prior) if self.surprise_weighting and len(idx) else 0.0)
             value = 0.0 if math.isnan(res.root_value) else float(np.clip(res.root_value, -1.0, 1.0))
             shares = res.root_shares
             game.pieces.append(tracker.current)
@@ -343,6 +427,8 @@ class SelfPlayWorker:
                     game.to_move.pop()
                     game.policies.pop()
                     game.root_shares.pop()
+                    game.full.pop()
+                    game.surprise.pop()
                     self._resigned += 1
                     return self._finish(g, scores=(0.0, 1.0) if mover == 0 else (1.0, 0.0))
         move = res.move
@@ -398,6 +484,8 @@ class SelfPlayWorker:
             self._unrecorded += 1
             return None
         self._positions += len(game.pieces)
+        full = np.asarray(game.full, dtype=bool)
+        trained = full & np.array([len(idx) > 0 for idx, _ in game.policies], dtype=bool)
         return make_record(
             run_id=self.run_id,
             rules=self.rules,
@@ -413,6 +501,8 @@ class SelfPlayWorker:
             plies=plies,
             start_pieces=game.start_pieces,
             versions=self._versions,
+            keep=None if full.all() else full,
+            weight=surprise_weights(np.asarray(game.surprise), trained) if self.surprise_weighting else None,
         )
 
     # -- metrics ---------------------------------------------------------------------------------
@@ -432,6 +522,7 @@ class SelfPlayWorker:
             "steps": self._steps,
             "moves": self._moves,
             "searches": self._searches,
+            "fast_searches": self._fast_searches,
             "simulations": self._simulations,
             "evaluator_calls": self._timed.calls,
             "evaluator_rows": self._timed.rows,

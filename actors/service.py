@@ -28,7 +28,7 @@ from learner.replay import ReplayLink
 from .config import SelfPlayConfig, StageOneConfig
 from .dqn import DQNWorker
 from .heuristic import HeuristicWorker
-from .selfplay import SelfPlayWorker
+from .selfplay import SelfPlayWorker, technique_options
 
 __all__ = ["DQNActorService", "SelfPlayService"]
 
@@ -90,6 +90,7 @@ class SelfPlayService:
             resign_playout_fraction=selfplay.resign_playout_fraction,
             backend=network.backend,
             eval_cache=selfplay.eval_cache,
+            **technique_options(selfplay),
         )
         s1 = stage1
         self.heuristic = (

@@ -472,6 +472,10 @@ cdef class SearchForest:
       evaluator's opponent model rates most likely (its largest logit among the legal replies,
       ties at random), given at the parent, the node where the root mover chose the move replied
       to. :meth:`expand_and_backup` then takes each leaf's opponent logits as a third array.
+    - ``forced_playouts``: k of KataGo's forced playouts (Wu 2019, "Forced Playouts"), root only: a
+      root child that has been visited but has fewer than ``sqrt(k * P * N_children)`` visits
+      (P its prior, noise included; ``N_children`` the root children's visits) is selected
+      before any other. 0 (the default): off.
 
     Repetition (rules with ``repetition``, the star): the rule is applied exactly. A node whose
     position occurs for the ``repetition``-th time, counting its path from the root and the
@@ -503,6 +507,7 @@ cdef class SearchForest:
     cdef readonly bint solver
     cdef readonly bint greedy_opponent
     cdef readonly bint model_opponent
+    cdef readonly double forced_playouts
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
     cdef int32_t* queue            # compaction scratch (grown on demand)
@@ -541,6 +546,7 @@ cdef class SearchForest:
         bint solver=False,
         bint greedy_opponent=False,
         bint model_opponent=False,
+        double forced_playouts=0.0,
     ):
         cdef int g
         if self.trees != NULL:
@@ -564,6 +570,8 @@ cdef class SearchForest:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with model_opponent")
         if greedy_opponent and model_opponent:
             raise ValueError("the opponent is modelled either by greedy or by a model, not both")
+        if not forced_playouts >= 0:
+            raise ValueError(f"forced_playouts={forced_playouts} must be >= 0 (0: off)")
         if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
             raise ValueError("c_puct and virtual_loss must be >= 0, dirichlet_alpha > 0, dirichlet_weight in [0, 1]")
         self.tables = tables
@@ -586,6 +594,7 @@ cdef class SearchForest:
         self.solver = solver
         self.greedy_opponent = greedy_opponent
         self.model_opponent = model_opponent
+        self.forced_playouts = forced_playouts
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
         self.trees = <Tree*>malloc(num_games * sizeof(Tree))
@@ -894,6 +903,7 @@ cdef class SearchForest:
         cdef Node* nd = &tr.nodes[x]
         cdef int p = nd.state.to_move, i, first = nd.first_edge, cnt = nd.num_edges, pick = 0, ties = 0
         cdef double n_par, w_par, vl_par, total, sq, fpu, q, score, best = -1e300, n
+        cdef double forced_scale = 0.0   # k * N_children at the root with forced playouts, else 0
         cdef int proof
         cdef Edge* pe
         cdef Edge* ed
@@ -924,6 +934,10 @@ cdef class SearchForest:
             fpu = (w_par / n_par if n_par > 0 else 0.0) - self.fpu_reduction
         else:
             fpu = self.fpu_value
+        if x == 0 and self.forced_playouts > 0:
+            for i in range(cnt):
+                forced_scale += tr.edges[first + i].N
+            forced_scale *= self.forced_playouts
         for i in range(cnt):
             ed = &tr.edges[first + i]
             n = ed.N + ed.vloss
@@ -932,6 +946,8 @@ cdef class SearchForest:
             else:
                 q = (ed.W - ed.vloss * self.virtual_loss) / n
             score = q + sq * ed.P / (1.0 + n)
+            if n > 0 and n * n < forced_scale * ed.P:
+                score = 1e300   # a forced playout: visited, below sqrt(k P N_children)
             if self.solver and ed.child >= 0 and tr.nodes[ed.child].proven != 0:
                 proof = self._proof_for(tr, ed.child, p)
                 if proof > 0:

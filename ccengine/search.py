@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -50,6 +50,7 @@ __all__ = [
     "UniformEvaluator",
     "canonical_pieces",
     "choose_move",
+    "pruned_visits",
     "run_search",
 ]
 
@@ -118,6 +119,13 @@ class SearchConfig:
     """Opponent modelling by a learned model (Knegt et al. 2018; SPEC ``opponent=model``): in
     the tree the opponent plays the reply the evaluator's opponent model rates most likely (a
     network with the opponent head, ``network.opponent_head``). Paper: no."""
+    forced_playouts: float = checked(0.0, ge=0)
+    """KataGo's forced playouts with policy target pruning (Wu 2019, "Accelerating Self-Play
+    Learning in Go", its "Forced Playouts and Policy Target Pruning"), self-play only: k of
+    ``n_forced = sqrt(k * P * N_children)``, the visits a root child that has been visited gets
+    at least (P: its prior, noise included).
+    The training target (:attr:`SearchResult.target`) then has those playouts taken out again
+    (:func:`pruned_visits`). 0: off (paper: no; KataGo: 2)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -136,9 +144,11 @@ class SearchConfig:
         """Match play, the one configuration every player that searches uses in a match, behind
         the engine protocol and in the evaluator's gate: no root noise, no random or exploratory
         plies (the arena applies its own opening protocol), the most visited move (temperature
-        0, ties broken by the game's generator) and a fresh tree at every move."""
+        0, ties broken by the game's generator), a fresh tree at every move and no forced
+        playouts."""
         return self.replace(
-            root_noise=False, random_opening_plies=0, explore_plies=0, temperature=0.0, reuse_tree=False
+            root_noise=False, random_opening_plies=0, explore_plies=0, temperature=0.0, reuse_tree=False,
+            forced_playouts=0.0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -250,6 +260,10 @@ class SearchResult:
     root_shares: np.ndarray | None = None
     """float32 ``[P]``: each absolute seat's mean backed-up expected share at the root (the
     max-n value vector; for two players derived from ``root_value``); None without search."""
+    target: np.ndarray | None = None
+    """float32 ``[n]``: each move's weight in the training target: its visits, or with
+    ``forced_playouts`` its visits less the forced ones (:func:`pruned_visits`). The search
+    always sets it; ``policy`` is it normalised."""
 
     @property
     def searched(self) -> bool:
@@ -260,6 +274,41 @@ class SearchResult:
         """float32 ``[n]``: visits normalised over the legal moves (zeros without search)."""
         total = int(self.visits.sum())
         return (self.visits / total).astype(np.float32) if total else np.zeros(len(self.visits), np.float32)
+
+
+def pruned_visits(
+    visits: np.ndarray, q: np.ndarray, prior: np.ndarray, *, parent_visits: float, c_puct: float,
+    forced_playouts: float,
+) -> np.ndarray:
+    """KataGo's policy target pruning (Wu 2019, "Policy Target Pruning"): the root's visits with the forced
+    playouts taken out again, float32 ``[n]``.
+
+    The most visited child c* keeps its visits. Every other child loses up to its
+    ``n_forced = sqrt(k * P * N_children)`` visits, but only so far as it stays below c* in the
+    selection: it keeps at least the visits at which ``Q + c_puct * P * sqrt(parent_visits) /
+    (1 + N)`` equals c*'s (the bound it would have been chosen up to without forcing). A child
+    reduced to one visit or fewer is pruned to 0. ``q``: each child's mean value from the root
+    mover's view (ignored where unvisited); ``prior``: as searched (noise included);
+    ``parent_visits``: the N_parent of the selection (the root's visits, or the children's sum
+    with ``parent_visits="children_sum"``). With ``forced_playouts`` 0, the visits unchanged.
+    """
+    out = np.asarray(visits, dtype=np.float64).copy()
+    total = float(out.sum())
+    if forced_playouts <= 0 or total <= 0:
+        return out.astype(np.float32)
+    best = int(np.argmax(out))
+    scale = c_puct * math.sqrt(parent_visits)
+    best_score = float(q[best]) + scale * float(prior[best]) / (1.0 + out[best])
+    for i in np.flatnonzero(out > 0):
+        if i == best:
+            continue
+        gap = best_score - float(q[i])
+        # the visits at which this child's score falls to c*'s: fewer would have had it chosen anyway
+        bound = scale * float(prior[i]) / gap - 1.0 if gap > 0 else math.inf
+        n_forced = math.sqrt(forced_playouts * float(prior[i]) * total)
+        reduced = min(out[i], max(out[i] - n_forced, bound, 0.0))
+        out[i] = 0.0 if reduced < out[i] and reduced <= 1.0 else reduced
+    return out.astype(np.float32)
 
 
 def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
@@ -329,6 +378,7 @@ class BatchedSearch:
             solver=c.solver,
             greedy_opponent=c.greedy_opponent,
             model_opponent=c.model_opponent,
+            forced_playouts=c.forced_playouts,
         )
         rows = num_games * c.leaves_per_game
         k, m = self.tables.k, self.tables.max_moves
@@ -405,13 +455,20 @@ class BatchedSearch:
             self.rounds += 1
             self.leaves += n
 
-    def search(self, evaluator: Evaluator, games: Sequence[int] | None = None) -> list[SearchResult | None]:
+    def search(
+        self, evaluator: Evaluator, games: Sequence[int] | None = None, *, fast: Collection[int] = (),
+        fast_simulations: int = 0,
+    ) -> list[SearchResult | None]:
         """Search ``games`` (default: every active game) and decide a move for each.
 
         Returns one entry per game of the forest: a :class:`SearchResult` for the games searched,
         None for the others. Games in the random opening get a uniform random move and no search.
+        The games in ``fast`` get a fast search (KataGo's playout cap randomization): only
+        ``fast_simulations`` and no root noise.
         """
         cfg = self.config
+        if fast and not 1 <= fast_simulations:
+            raise ValueError(f"fast_simulations={fast_simulations}: a fast search needs at least 1")
         if games is None:
             games = [g for g in range(self.num_games) if self.forest.is_active(g)]
         temps: dict[int, float] = {}
@@ -420,7 +477,11 @@ class BatchedSearch:
                 raise ValueError(f"game {g} has no position to search (over, or never set)")
             _, ply, _ = self.forest.root_state(g)
             temps[g] = cfg.temperature_at(ply)
-            if not math.isinf(temps[g]):
+            if math.isinf(temps[g]):
+                continue
+            if g in fast:
+                self.forest.start(g, fast_simulations, noise=False)
+            else:
                 self.forest.start(g, cfg.num_simulations, noise=cfg.root_noise)
         self.run(evaluator)
         results: list[SearchResult | None] = [None] * self.num_games
@@ -488,12 +549,21 @@ class BatchedSearch:
                 actions[i] = PASS_ACTION if s < 0 else int(np.flatnonzero(pieces[to_move] == s)[0]) * cells + e
             q[:n] = np.nan
         moves, actions, visits, q, prior = moves[:n], actions[:n], visits[:n], q[:n], prior[:n]
+        cfg = self.config
+        forced = cfg.forced_playouts > 0
+        target = visits.astype(np.float32)
+        if forced:
+            parent = root_n if cfg.parent_visits == "node" else int(visits.sum())
+            target = pruned_visits(visits, q, prior, parent_visits=parent, c_puct=cfg.c_puct,
+                                   forced_playouts=cfg.forced_playouts)
+        # As KataGo, the move is drawn from the pruned counts too: forced exploration is not played.
+        weights = target if forced else visits
         policy = np.zeros(self.tables.k * self.tables.cells, dtype=np.float32)
-        total = int(visits.sum())
+        total = weights.sum()
         if total:
             ok = actions >= 0
-            policy[actions[ok]] = visits[ok] / total
-        i = choose_move(self._decision_weights(g, visits), temperature, rng)
+            policy[actions[ok]] = weights[ok] / total
+        i = choose_move(self._decision_weights(g, weights), temperature, rng)
         move = (int(moves[i, 0]), int(moves[i, 1]))
         return SearchResult(
             move=PASS if move[0] < 0 else move,
@@ -507,6 +577,7 @@ class BatchedSearch:
             simulations=int(root_n),
             temperature=temperature,
             root_shares=self.forest.root_value_vector(g) if root_n else None,
+            target=target,
         )
 
     def _decision_weights(self, g: int, visits: np.ndarray) -> np.ndarray:

@@ -128,6 +128,10 @@ class TrainConfig:
                 teacher_player(self.stage1.teacher, rules)
             except ValueError as exc:
                 raise FieldError("stage1.teacher", str(exc)) from None
+        if self.selfplay.full_search_prob < 1 and self.selfplay.fast_simulations >= self.search.num_simulations:
+            raise FieldError("selfplay.fast_simulations", f"must be below search.num_simulations "
+                                                          f"({self.search.num_simulations}), got "
+                                                          f"{self.selfplay.fast_simulations}")
         if self.search.model_opponent and not self.network.opponent_head:
             raise FieldError("search.model_opponent", "needs a network with the opponent head "
                                                       "(network.opponent_head: true)")

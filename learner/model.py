@@ -14,6 +14,23 @@ predicts the opponent's reply, the search distribution of the next ply (Knegt, D
 Wiering 2018 model the opponent for their Tron search; KataGo trains the same target as an
 auxiliary loss). Off by default, so the paper's network and every older file are unchanged.
 
+Optional, from KataGo (Wu 2019, "Accelerating Self-Play Learning in Go"), each off by default:
+
+- ``global_pooling``: every N-th residual block is a global pooling block: a few channels of its
+  input, averaged and maximised over the board's cells (the on-board mask plane of the input
+  marks them on the star's 17 x 17 grid), become per-channel biases of the block's inner
+  convolution, so that every cell sees the whole board in one block (:class:`GlobalPoolingBottleneck`).
+- ``ownership_head``: per cell, logits over ``P + 1`` classes (empty, or the seat that holds
+  the cell when the game ends, in the mover's frame): KataGo's ownership target, here trained
+  on the goal cells (``learner.aux_targets``).
+- ``score_head``: ``P + 1`` logits from the value head's hidden layer: each seat's final
+  progress (rows advanced over the rows it can advance, mover's frame) and the share of the
+  move limit left to play, through a sigmoid: KataGo's score target fitted to a race.
+
+The auxiliary heads train the trunk only: :meth:`PolicyValueNet.forward`, the search and every
+inference backend leave them out; :meth:`PolicyValueNet.outputs` has them all (the learner, and
+the ONNX file ``hopzero export --onnx`` writes).
+
 All convolutions carry biases (the Keras default; the paper's text says they do not, the code
 does), weights are Xavier-uniform (Keras ``glorot_uniform``), biases zero. Trainable parameters:
 exactly 247,386, the number the paper quotes (Keras' own summary adds the 2,466 batch-norm running
@@ -48,6 +65,7 @@ from typing import Any, Mapping
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from ccengine.encoding import ENCODINGS, plane_side, policy_size
@@ -62,6 +80,7 @@ __all__ = [
     "SIZES",
     "NetFileError",
     "NetConfig",
+    "GlobalPoolingBottleneck",
     "NetworkConfig",
     "PolicyValueNet",
     "check_net_state",
@@ -121,6 +140,17 @@ class NetConfig:
     opponent_head: bool = False
     """An auxiliary head predicting the opponent's reply (the next ply's search distribution),
     the policy head's shape. Paper: no. Files written before the option load without it."""
+    global_pooling: int = 0
+    """Every this-many-th residual block is a :class:`GlobalPoolingBottleneck` (KataGo's global
+    pooling); 0: none. Paper: no."""
+    mask_plane: int = -1
+    """The input plane whose 1s mark the board's cells, the area global pooling averages over
+    (the ``general`` encoding's last plane); -1: every element of the planes is a cell."""
+    ownership_head: bool = False
+    """An auxiliary head of per-cell ownership logits (KataGo's ownership target). Paper: no."""
+    score_head: bool = False
+    """An auxiliary head of final progress and plies left (KataGo's score target, fitted to a
+    race). Paper: no."""
     name: str = "paper"
     """Size name this config came from (informational; kept in checkpoints)."""
 
@@ -130,8 +160,11 @@ class NetConfig:
         for f in positive:
             if getattr(self, f) < 1:
                 raise ValueError(f"NetConfig.{f}={getattr(self, f)} must be at least 1")
-        if self.blocks < 0 or self.stem_padding < 0:
-            raise ValueError("NetConfig.blocks and NetConfig.stem_padding must not be negative")
+        if self.blocks < 0 or self.stem_padding < 0 or self.global_pooling < 0:
+            raise ValueError("NetConfig.blocks, stem_padding and global_pooling must not be negative")
+        if not -1 <= self.mask_plane < self.in_planes:
+            raise ValueError(f"NetConfig.mask_plane={self.mask_plane} must be -1 or an input plane "
+                             f"(0..{self.in_planes - 1})")
         if self.value_outputs == 2:
             raise ValueError("NetConfig.value_outputs=2: two players have one tanh value (1); a value "
                              "vector has one entry per seat of three or more players")
@@ -146,6 +179,17 @@ class NetConfig:
     def trunk_size(self) -> int:
         """Side of the feature maps after the stem (5 for the paper model on 7x7)."""
         return self.n + 2 * self.stem_padding - self.stem_kernel + 1
+
+    @property
+    def trunk_offset(self) -> int:
+        """The input element a feature map's element ``(i, j)`` is centred on is ``(i + o, j + o)``
+        for this ``o`` (1 for the paper model's unpadded stem, 0 for a padded one)."""
+        return self.stem_kernel // 2 - self.stem_padding
+
+    @property
+    def players(self) -> int:
+        """Seats of the game the network plays (two with the scalar value head)."""
+        return self.value_outputs if self.value_outputs > 1 else 2
 
     # ---- construction -------------------------------------------------------------------------
 
@@ -218,6 +262,17 @@ class NetworkConfig:
     """Train an auxiliary head that predicts the opponent's reply (the next ply's search
     distribution), weighted by ``learner.opponent_loss_weight``; the search can then play the
     opponent's nodes by it (``opponent=model``). Paper: no; KataGo: yes (weight 0.15)."""
+    global_pooling: int = checked(0, ge=0)
+    """Make every N-th residual block a global pooling block (KataGo's global pooling, Wu 2019:
+    channel means and maxima over the board's cells, fed as biases to the block's other
+    channels); 0: none (paper: none). A network of 4 blocks with 2 has two of them."""
+    ownership_head: bool = checked(False)
+    """Train an auxiliary head on each goal cell's final occupant (KataGo's ownership target),
+    weighted by ``learner.ownership_loss_weight``. Training only: play ignores it."""
+    score_head: bool = checked(False)
+    """Train an auxiliary head on each seat's final progress and the plies left to the end
+    (KataGo's score target, fitted to a race), weighted by ``learner.score_loss_weight``.
+    Training only: play ignores it."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -227,7 +282,12 @@ class NetworkConfig:
         from ccengine.encoding import encoding_for
 
         planes = encoding_for(rules, self.encoding, history=self.history).in_planes
-        return NetConfig.for_rules(rules, planes, self.size, opponent_head=self.opponent_head)
+        # The general encoding's last plane is the on-board mask; the paper encoding is the
+        # rhombus's only, where every element is a cell.
+        extra = dict(global_pooling=self.global_pooling,
+                     mask_plane=planes - 1 if self.encoding == "general" else -1) if self.global_pooling else {}
+        return NetConfig.for_rules(rules, planes, self.size, opponent_head=self.opponent_head,
+                                   ownership_head=self.ownership_head, score_head=self.score_head, **extra)
 
 
 # ---- modules ----------------------------------------------------------------------------------
@@ -267,6 +327,45 @@ class Bottleneck(nn.Module):
         return torch.relu(x + self.expand(y))
 
 
+class GlobalPoolingBottleneck(Bottleneck):
+    """A bottleneck with KataGo's global pooling (Wu 2019, "Global Pooling"): ``bottleneck // 2``
+    channels computed from the block's input (1x1 convolution, batch norm, ReLU) are averaged
+    and maximised over the board's cells; a dense layer turns those into one bias per channel
+    of the 1x1 reduction, added before its ReLU, so every cell of the next convolution sees the
+    whole board. ``forward(x, mask)``: ``mask (B, 1, s, s)`` 1 on the cells (None: all)."""
+
+    def __init__(self, cfg: NetConfig) -> None:
+        super().__init__(cfg)
+        pooled = max(1, cfg.bottleneck // 2)
+        self.pool_conv = ConvBN(cfg.channels, pooled, 1, 0, cfg)
+        self.pool_fc = nn.Linear(2 * pooled, cfg.bottleneck)
+
+    def pooled(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``(B, 2 * pooled)``: the pooled channels' means over the cells, then their maxima."""
+        g = torch.relu(self.pool_conv(x))
+        if mask is None:
+            return torch.cat([g.mean(dim=(2, 3)), g.amax(dim=(2, 3))], dim=1)
+        g = g * mask   # off the board: 0, never above the ReLU's on-board values
+        mean = g.sum(dim=(2, 3)) / torch.clamp(mask.sum(dim=(2, 3)), min=1.0)
+        return torch.cat([mean, g.amax(dim=(2, 3))], dim=1)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:  # type: ignore[override]
+        bias = self.pool_fc(self.pooled(x, mask))[:, :, None, None]
+        y = torch.relu(self.reduce(x) + bias)
+        y = torch.relu(self.mid(y))
+        return torch.relu(x + self.expand(y))
+
+
+def _window(t: Tensor, start: int, size: int) -> Tensor:
+    """``t`` re-windowed over its last two dimensions: ``out[..., i, j] = t[..., start + i,
+    start + j]``, 0 outside ``t``; ``t`` itself when that is the whole of it."""
+    n = t.shape[-1]
+    lo, hi = max(start, 0), min(start + size, n)
+    core = t[..., lo:hi, lo:hi]
+    before, after = lo - start, size - (hi - start)
+    return F.pad(core, (before, after, before, after)) if before or after else core
+
+
 def _init_modules(*roots: nn.Module) -> None:
     """Xavier-uniform weights and zero biases, batch norms reset, in module order."""
     for root in roots:
@@ -295,7 +394,9 @@ class PolicyValueNet(nn.Module):
         self.config = cfg
         s2 = cfg.trunk_size * cfg.trunk_size
         self.stem = ConvBN(cfg.in_planes, cfg.channels, cfg.stem_kernel, cfg.stem_padding, cfg)
-        self.blocks = nn.Sequential(*(Bottleneck(cfg) for _ in range(cfg.blocks)))
+        every = cfg.global_pooling
+        self.blocks = nn.Sequential(*(GlobalPoolingBottleneck(cfg) if every and (i + 1) % every == 0 else Bottleneck(cfg)
+                                      for i in range(cfg.blocks)))
         self.policy_conv = ConvBN(cfg.channels, cfg.policy_filters, 1, 0, cfg)
         self.policy_fc = nn.Linear(cfg.policy_filters * s2, cfg.policy_size)
         self.value_conv = ConvBN(cfg.channels, cfg.value_filters, 1, 0, cfg)
@@ -308,6 +409,13 @@ class PolicyValueNet(nn.Module):
             self.opponent_conv = ConvBN(cfg.channels, cfg.policy_filters, 1, 0, cfg)
             self.opponent_fc = nn.Linear(cfg.policy_filters * s2, cfg.policy_size)
             _init_modules(self.opponent_conv, self.opponent_fc)
+        if cfg.ownership_head:   # drawn after the rest too, as the opponent head
+            self.ownership_conv = ConvBN(cfg.channels, cfg.policy_filters, 1, 0, cfg)
+            self.ownership_out = nn.Conv2d(cfg.policy_filters, cfg.players + 1, 1)
+            _init_modules(self.ownership_conv, self.ownership_out)
+        if cfg.score_head:
+            self.score_fc = nn.Linear(cfg.value_hidden, cfg.players + 1)
+            _init_modules(self.score_fc)
 
     def reset_parameters(self) -> None:
         """Xavier-uniform weights and zero biases everywhere (Keras' defaults, as the paper)."""
@@ -318,23 +426,63 @@ class PolicyValueNet(nn.Module):
 
     def heads(self, x: Tensor, *, opponent: bool) -> tuple[Tensor, ...]:
         """``forward`` with the opponent head's output asked for or not: without it, the head
-        is not computed (self-play's ONNX graph leaves it out)."""
+        is not computed (self-play's ONNX graph leaves it out). The auxiliary training heads
+        (ownership, score) are never computed here: see :meth:`outputs`."""
         if opponent and not self.config.opponent_head:
             raise ValueError("this network has no opponent head")
-        x = torch.relu(self.stem(x))
-        x = self.blocks(x)
-        p = torch.relu(self.policy_conv(x))
-        p = self.policy_fc(torch.flatten(p, 1))
-        v = torch.relu(self.value_conv(x))
-        v = torch.relu(self.value_fc1(torch.flatten(v, 1)))
-        if self.config.value_outputs > 1:   # (B, P): each seat's share, mover's frame
-            v = torch.softmax(self.value_fc2(v), dim=-1)
-        else:
-            v = torch.tanh(self.value_fc2(v)).squeeze(-1)
+        t = self._trunk(x)
+        p, v, _ = self._policy_value(t)
         if not opponent:
             return p, v
-        o = torch.relu(self.opponent_conv(x))
+        o = torch.relu(self.opponent_conv(t))
         return p, v, self.opponent_fc(torch.flatten(o, 1))
+
+    def outputs(self, x: Tensor) -> dict[str, Tensor]:
+        """Every head's output by name (what the learner trains): ``policy``, ``value``, and
+        where the network has them ``opponent`` ``(B, policy_size)``, ``ownership`` ``(B, P + 1,
+        n, n)`` (logits per input element: class 0 empty, 1 + i the seat i after the mover) and
+        ``score`` ``(B, P + 1)`` (logits: each seat's final progress in the mover's frame, then
+        the share of the move limit left)."""
+        cfg = self.config
+        t = self._trunk(x)
+        p, v, hidden = self._policy_value(t)
+        out = {"policy": p, "value": v}
+        if cfg.opponent_head:
+            out["opponent"] = self.opponent_fc(torch.flatten(torch.relu(self.opponent_conv(t)), 1))
+        if cfg.ownership_head:
+            own = self.ownership_out(torch.relu(self.ownership_conv(t)))
+            out["ownership"] = _window(own, -cfg.trunk_offset, cfg.n)   # back onto the input's elements
+        if cfg.score_head:
+            out["score"] = self.score_fc(hidden)
+        return out
+
+    def pooling_mask(self, x: Tensor) -> Tensor | None:
+        """``(B, 1, s, s)`` on the feature maps: 1 where the input element a feature is centred
+        on is a cell of the board (the ``mask_plane``); None where every element is one."""
+        cfg = self.config
+        if cfg.mask_plane < 0:
+            return None
+        return _window(x[:, cfg.mask_plane:cfg.mask_plane + 1], cfg.trunk_offset, cfg.trunk_size)
+
+    def _trunk(self, x: Tensor) -> Tensor:
+        """The stem and the residual blocks: the features every head reads."""
+        mask = self.pooling_mask(x) if self.config.global_pooling else None
+        t = torch.relu(self.stem(x))
+        for block in self.blocks:
+            t = block(t, mask) if isinstance(block, GlobalPoolingBottleneck) else block(t)
+        return t
+
+    def _policy_value(self, t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Policy logits, value, and the value head's hidden layer (the score head reads it)."""
+        p = torch.relu(self.policy_conv(t))
+        p = self.policy_fc(torch.flatten(p, 1))
+        v = torch.relu(self.value_conv(t))
+        hidden = torch.relu(self.value_fc1(torch.flatten(v, 1)))
+        if self.config.value_outputs > 1:   # (B, P): each seat's share, mover's frame
+            v = torch.softmax(self.value_fc2(hidden), dim=-1)
+        else:
+            v = torch.tanh(self.value_fc2(hidden)).squeeze(-1)
+        return p, v, hidden
 
     def num_parameters(self) -> int:
         """Trainable parameters (batch-norm running statistics are buffers and not counted)."""

@@ -8,7 +8,9 @@ The graph is exported from the inference copy of a :class:`~learner.model.Policy
 mode, batch norms folded): one input ``planes`` ``(batch, in_planes, n, n)`` float32, two outputs
 ``policy_logits`` ``(batch, policy_size)`` and ``value`` ``(batch,)`` (a third,
 ``opponent_logits`` ``(batch, policy_size)``, when the network has the opponent head), the batch
-dimension dynamic. New weights mean a new export and a new session (tens of milliseconds for the networks
+dimension dynamic. The file ``hopzero export --onnx`` writes also carries the auxiliary training
+heads a network has (``ownership_logits`` ``(batch, P + 1, n, n)``, ``score_logits``
+``(batch, P + 1)``); the graphs self-play and evaluation run leave them out. New weights mean a new export and a new session (tens of milliseconds for the networks
 here), never a new process.
 
 The ``onnx-int8`` backend quantizes that graph statically (ONNX Runtime's quantizer, QDQ format):
@@ -34,6 +36,7 @@ import torch
 from .model import PolicyValueNet
 
 __all__ = [
+    "AUX_OUTPUTS",
     "EXPORT_FORMAT",
     "INPUT_NAME",
     "OPPONENT_OUTPUT",
@@ -51,11 +54,18 @@ INPUT_NAME = "planes"
 OUTPUT_NAMES = ("policy_logits", "value")
 #: The third output of a network with the opponent head (``NetConfig.opponent_head``).
 OPPONENT_OUTPUT = "opponent_logits"
+#: The auxiliary training heads' outputs in an exported file, by ``PolicyValueNet.outputs`` key.
+AUX_OUTPUTS = {"ownership": "ownership_logits", "score": "score_logits"}
 
 
-def output_names(net: PolicyValueNet) -> tuple[str, ...]:
-    """The graph outputs of ``net``, in the order its ``forward`` returns them."""
-    return OUTPUT_NAMES + ((OPPONENT_OUTPUT,) if net.config.opponent_head else ())
+def output_names(net: PolicyValueNet, *, aux: bool = False) -> tuple[str, ...]:
+    """The graph outputs of ``net``, in the order its ``forward`` returns them; with ``aux``, the
+    auxiliary training heads' after them (those the network has)."""
+    names = OUTPUT_NAMES + ((OPPONENT_OUTPUT,) if net.config.opponent_head else ())
+    if aux:
+        cfg = net.config
+        names += tuple(AUX_OUTPUTS[k] for k, on in (("ownership", cfg.ownership_head), ("score", cfg.score_head)) if on)
+    return names
 #: The ONNX operator set the graphs use (ONNX Runtime 1.17+ runs it).
 OPSET = 17
 
@@ -71,15 +81,29 @@ class _PolicyValueOnly(torch.nn.Module):
         return self.net.heads(x, opponent=False)
 
 
-def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None, *, opponent: bool = True) -> bytes:
+class _EveryHead(torch.nn.Module):
+    """A network's every head, as a tuple in :func:`output_names` ``(aux=True)`` order."""
+
+    def __init__(self, net: PolicyValueNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.net.outputs(x)
+        return tuple(out[k] for k in ("policy", "value", "opponent", *AUX_OUTPUTS) if k in out)
+
+
+def onnx_bytes(net: PolicyValueNet, metadata: Mapping[str, str] | None = None, *, opponent: bool = True,
+               aux: bool = False) -> bytes:
     """``net`` (in eval mode; fold its batch norms first for speed) as a serialized ONNX model,
     with ``metadata`` as the model's metadata properties (string keys and values); without
-    ``opponent``, the graph has the policy and value outputs only, whatever heads ``net`` has."""
+    ``opponent``, the graph has the policy and value outputs only, whatever heads ``net`` has;
+    with ``aux`` (and ``opponent``), the auxiliary training heads' outputs too."""
     cfg = net.config
     example = torch.zeros(1, cfg.in_planes, cfg.n, cfg.n, dtype=next(net.parameters()).dtype)
     buffer = io.BytesIO()
-    names = output_names(net) if opponent else OUTPUT_NAMES
-    module = net if opponent else _PolicyValueOnly(net)
+    names = output_names(net, aux=aux) if opponent else OUTPUT_NAMES
+    module = (_EveryHead(net) if aux else net) if opponent else _PolicyValueOnly(net)
     with warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of torch.export's, which needs the
         # onnxscript package and minutes more; this network is plain convolutions and both agree.
@@ -321,12 +345,20 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
         **({OPPONENT_OUTPUT: f"{OPPONENT_OUTPUT}[b, piece_id * {rules.cells} + destination]: logits of the "
                              f"opponent's reply (the player not to move), indexed and rotated as "
                              f"{OUTPUT_NAMES[0]}"} if cfg.opponent_head else {}),
+        **({AUX_OUTPUTS["ownership"]: f"{AUX_OUTPUTS['ownership']}[b, c, row, col]: training aid, logits per input "
+                                      f"element of who holds that cell when the game ends: c = 0 empty, c = 1 + i "
+                                      f"player (to_move + i) % {cfg.players}; trained on the goal cells"}
+           if cfg.ownership_head else {}),
+        **({AUX_OUTPUTS["score"]: f"{AUX_OUTPUTS['score']}[b, i]: training aid, sigmoid logits: i < {cfg.players}, "
+                                  f"the final share of its rows to advance that player (to_move + i) % "
+                                  f"{cfg.players} has advanced; i = {cfg.players}, the share of the move limit "
+                                  f"left to play"} if cfg.score_head else {}),
         "net_config": json.dumps(cfg.to_dict(), sort_keys=True),
         "c_puct": str(meta.get("c_puct", "")),
         "source_sha256": str(state.get("sha256", "")),
         "versions": json.dumps(versions_now(), sort_keys=True),
     }
-    data = onnx_bytes(net, metadata)
+    data = onnx_bytes(net, metadata, aux=True)
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_bytes(data)

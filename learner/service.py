@@ -22,6 +22,7 @@ import numpy as np
 from ccengine.encoding import encoding_for
 from ccengine.rules import Rules
 
+from .aux_targets import aux_store
 from .checkpoint import latest_checkpoint, save_checkpoint, trainer_from_checkpoint
 from .dqn import DQNConfig, DQNTrainer, TransitionWindow
 from plumbing.logs import configure_logging
@@ -99,13 +100,15 @@ class LearnerService:
                 limiter=self.limiter,
             )
         else:
+            net = self.trainer.net_config
             self.mirror = WindowMirror(
                 replay.reader(),
                 self.encoding,
                 window_positions=replay_config.window_positions,
                 value_target=replay_config.value_target,
                 limiter=self.limiter,
-                opponent_target=self.trainer.net_config.opponent_head,
+                opponent_target=net.opponent_head,
+                aux=aux_store(net, self.encoding, replay_config.window_positions),
             )
             if self.stage == 2:
                 self.mirror.min_model_version = SELFPLAY_MIN_VERSION
@@ -267,9 +270,9 @@ class LearnerService:
         else:
             value_key = "value_ce" if "value_ce" in last else "value_mse"   # three or more players: ce
             terms = (("total", "total"), ("value", value_key), ("policy", "policy_ce"), ("l2", "l2"),
-                     ("opponent", "opponent_ce"))
+                     ("opponent", "opponent_ce"), ("ownership", "ownership_ce"), ("score", "score_mse"))
         for term, key in terms:
-            if term != "opponent" or key in last:
+            if term not in ("opponent", "ownership", "score") or key in last:   # those of the network's heads
                 m.set("hopzero_learner_loss", last.get(key, 0.0), term=term)
         m.set("hopzero_replay_window_positions", self.mirror.size)
         m.set("hopzero_replay_window_capacity", self.replay_config.window_positions)

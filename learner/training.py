@@ -15,6 +15,16 @@ after it), or whatever mix with the search's root value vector the replay buffer
 Two players keep the seed's single tanh output and its squared error, against the mover's share
 minus the other's (:func:`value_target`).
 
+Two more terms for a network with KataGo's auxiliary heads (``NetConfig.ownership_head``,
+``score_head``; ``learner.aux_targets``)::
+
+          [+ ownership_loss_weight * mean_b mean_{goal cells c} CE(ownership_bc, final occupant_bc)]
+          [+ score_loss_weight * mean_b mean_i (sigmoid(score_bi) - s_bi)^2                        ]
+
+where ``s_b`` is each seat's final progress and the share of the move limit left (the batch's
+``aux``). With a per-position ``weight`` in the batch (policy surprise weighting, in the records)
+every per-position term is a weighted mean, ``mean_b w_b * term_b``; all 1 is the plain mean.
+
 The last term only for a network with the opponent head (``NetConfig.opponent_head``, not in the
 paper): ``pi'`` is the search distribution of the next ply (the opponent's reply), in the frame of
 the position's mover; rows without one (a pass, the game's last position, a reply played without
@@ -43,7 +53,7 @@ import dataclasses
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 import torch
@@ -54,6 +64,7 @@ from learner.model import NetConfig, PolicyValueNet
 
 __all__ = [
     "LearnerConfig",
+    "LossWeights",
     "Trainer",
     "l2_parameters",
     "load_weights_into",
@@ -122,6 +133,14 @@ class LearnerConfig:
     opponent_loss_weight: float = checked(0.15, ge=0)
     """Weight of the opponent head's cross-entropy (only with ``network.opponent_head``). Paper:
     no such head. Ours: 0.15, KataGo's weight for its opponent-policy target."""
+    ownership_loss_weight: float = checked(1.5, ge=0)
+    """Weight of the ownership head's cross-entropy, a mean over the goal cells (only with
+    ``network.ownership_head``). Paper: no such head. Ours: 1.5, KataGo's weight for its
+    ownership term, which is a mean over the board's points too."""
+    score_loss_weight: float = checked(1.0, ge=0)
+    """Weight of the score head's squared error, a mean over its outputs (only with
+    ``network.score_head``). Paper: no such head. Ours: 1.0 (KataGo's score terms are Go's
+    point distributions, with no counterpart to copy)."""
     amp: bool = checked(True)
     """Mixed precision on CUDA (autocast; a GradScaler for float16); ignored on CPU. Paper: no."""
     amp_dtype: str = checked("float16", choices=AMP_DTYPES)
@@ -225,11 +244,53 @@ def _as_tensor(x: Any, device: torch.device) -> Tensor:
     return t
 
 
-def _batch_tensors(
-    batch: Any, config: NetConfig, device: torch.device
-) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-    """``(planes, policy, value, opponent_policy)`` as float32 tensors on ``device``, shapes
-    checked; ``opponent_policy`` is None for a network without the opponent head."""
+class _Targets(NamedTuple):
+    """A batch's targets as tensors; None for what the network or the batch does not have."""
+
+    policy: Tensor
+    value: Tensor
+    opponent: Tensor | None
+    ownership: Tensor | None
+    score: Tensor | None
+    weight: Tensor | None
+    """Per-position loss weights; None when every weight is 1 (the plain means, bit for bit)."""
+
+
+def _aux_tensors(batch: Any, config: NetConfig, b: int, device: torch.device) -> tuple[Tensor | None, Tensor | None]:
+    """The auxiliary heads' targets (``batch.aux``, ``learner.aux_targets.AuxBatch``), checked."""
+    if not (config.ownership_head or config.score_head):
+        return None, None
+    aux = getattr(batch, "aux", None)
+    if aux is None:
+        raise ValueError("the network has auxiliary heads (ownership, score): the batch needs aux "
+                         "(the replay window gives it with an AuxTargetStore)")
+    ownership = score = None
+    if config.ownership_head:
+        ownership = torch.as_tensor(np.asarray(aux.ownership, dtype=np.int64)).to(device)
+        if tuple(ownership.shape) != (b, config.n * config.n):
+            raise ValueError(f"batch.aux.ownership has shape {tuple(ownership.shape)}; expected ({b}, "
+                             f"{config.n * config.n})")
+    if config.score_head:
+        score = _as_tensor(aux.score, device)
+        if tuple(score.shape) != (b, config.players + 1):
+            raise ValueError(f"batch.aux.score has shape {tuple(score.shape)}; expected ({b}, {config.players + 1})")
+    return ownership, score
+
+
+def _weight_tensor(batch: Any, b: int, device: torch.device) -> Tensor | None:
+    weight = getattr(batch, "weight", None)
+    if weight is None:
+        return None
+    weight = np.asarray(weight, dtype=np.float32)
+    if weight.shape != (b,) or not np.isfinite(weight).all() or (weight < 0).any():
+        raise ValueError(f"batch.weight must be {b} finite weights >= 0, got shape {weight.shape}")
+    return None if (weight == 1.0).all() else _as_tensor(weight, device)
+
+
+def _batch_tensors(batch: Any, config: NetConfig, device: torch.device) -> tuple[Tensor, _Targets]:
+    """``planes`` and the :class:`_Targets` as tensors on ``device``, shapes checked;
+    ``opponent`` is None for a network without the opponent head, the auxiliary targets for one
+    without those heads."""
     try:
         planes, policy, value = batch.planes, batch.policy, batch.value
     except AttributeError as e:
@@ -256,7 +317,8 @@ def _batch_tensors(
     if opponent is not None and tuple(opponent.shape) != (b, config.policy_size):
         raise ValueError(f"batch.opponent_policy has shape {tuple(opponent.shape)}; "
                          f"expected ({b}, {config.policy_size})")
-    return planes, policy, value, opponent
+    ownership, score = _aux_tensors(batch, config, b, device)
+    return planes, _Targets(policy, value, opponent, ownership, score, _weight_tensor(batch, b, device))
 
 
 def value_target(shares: Tensor, outputs: int) -> Tensor:
@@ -266,52 +328,89 @@ def value_target(shares: Tensor, outputs: int) -> Tensor:
     return shares[:, 0] - shares[:, 1] if outputs == 1 else shares
 
 
-def _terms(
-    outputs: tuple[Tensor, ...], policy: Tensor, value: Tensor, opponent: Tensor | None,
-    weights: list[nn.Parameter], *, l2: float, value_loss_weight: float, opponent_loss_weight: float,
-) -> dict[str, Tensor]:
+@dataclass(frozen=True)
+class LossWeights:
+    """The coefficients of the loss terms (``LearnerConfig``'s)."""
+
+    l2: float
+    value: float
+    opponent: float
+    ownership: float
+    score: float
+
+    @classmethod
+    def of(cls, config: LearnerConfig) -> LossWeights:
+        return cls(l2=config.l2, value=config.value_loss_weight, opponent=config.opponent_loss_weight,
+                   ownership=config.ownership_loss_weight, score=config.score_loss_weight)
+
+
+def _mean(rows: Tensor, weight: Tensor | None) -> Tensor:
+    """The mean of per-position terms, weighted when there are weights."""
+    return torch.mean(rows) if weight is None else torch.mean(rows * weight)
+
+
+def _terms(outputs: dict[str, Tensor], targets: _Targets, kernels: list[nn.Parameter],
+           coef: LossWeights) -> dict[str, Tensor]:
     # float32 even under autocast: log-softmax over 294 logits and small squared errors are
     # where half precision loses the most.
-    logits, v = outputs[0].float(), outputs[1].float()
+    logits, v = outputs["policy"].float(), outputs["value"].float()
+    w, value = targets.weight, targets.value
     if v.ndim == 2:   # one share per seat: cross-entropy against the result vector
         value_key = "value_ce"
-        value_term = -torch.mean(torch.sum(value * torch.log(torch.clamp(v, min=1e-7)), dim=1))
+        value_term = -_mean(torch.sum(value * torch.log(torch.clamp(v, min=1e-7)), dim=1), w)
     else:
         value_key = "value_mse"
-        value_term = torch.mean((v - value) ** 2)
-    policy_ce = -torch.mean(torch.sum(policy * torch.log_softmax(logits, dim=1), dim=1))
-    if l2 > 0:
-        l2_term = l2 * torch.stack([torch.sum(w.float() ** 2) for w in weights]).sum()
+        value_term = _mean((v - value) ** 2, w)
+    policy_ce = -_mean(torch.sum(targets.policy * torch.log_softmax(logits, dim=1), dim=1), w)
+    if coef.l2 > 0:
+        l2_term = coef.l2 * torch.stack([torch.sum(k.float() ** 2) for k in kernels]).sum()
     else:
         l2_term = torch.zeros((), device=logits.device)
-    total = value_loss_weight * value_term + policy_ce + l2_term
+    total = coef.value * value_term + policy_ce + l2_term
     terms = {value_key: value_term, "policy_ce": policy_ce, "l2": l2_term}
-    if opponent is not None:
-        per_row = -torch.sum(opponent * torch.log_softmax(outputs[2].float(), dim=1), dim=1)
+    if targets.opponent is not None:
+        opponent = targets.opponent
+        per_row = -torch.sum(opponent * torch.log_softmax(outputs["opponent"].float(), dim=1), dim=1)
         has_target = (opponent.sum(dim=1) > 0).float()
+        if w is not None:
+            per_row = per_row * w
         # The mean over the rows that have a reply to predict (0 when none has).
         opponent_ce = torch.sum(per_row * has_target) / torch.clamp(has_target.sum(), min=1.0)
-        total = total + opponent_loss_weight * opponent_ce
+        total = total + coef.opponent * opponent_ce
         terms["opponent_ce"] = opponent_ce
+    if targets.ownership is not None:
+        own = outputs["ownership"].float().flatten(2)                   # (B, P + 1, n * n)
+        cells = (targets.ownership >= 0).float()
+        ce = nn.functional.cross_entropy(own, targets.ownership, ignore_index=-1, reduction="none")
+        # per position: the mean over its goal cells
+        ownership_ce = _mean(ce.sum(dim=1) / torch.clamp(cells.sum(dim=1), min=1.0), w)
+        total = total + coef.ownership * ownership_ce
+        terms["ownership_ce"] = ownership_ce
+    if targets.score is not None:
+        score_mse = _mean(torch.mean((torch.sigmoid(outputs["score"].float()) - targets.score) ** 2, dim=1), w)
+        total = total + coef.score * score_mse
+        terms["score_mse"] = score_mse
     terms["total"] = total
     return terms
 
 
 def loss_terms(
     model: PolicyValueNet, batch: Any, *, l2: float = 0.0, value_loss_weight: float = 1.0,
-    opponent_loss_weight: float = 0.15,
+    opponent_loss_weight: float = 0.15, ownership_loss_weight: float = 1.5, score_loss_weight: float = 1.0,
 ) -> dict[str, Tensor]:
     """The loss of ``model`` on ``batch``: 0-d tensors ``value_mse`` (``value_ce`` for a value head
     with one output per seat), ``policy_ce``, ``l2`` (the
-    weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`), ``opponent_ce`` (with the
-    opponent head only: unweighted, ``total`` weighs it) and ``total``.
+    weighted term ``l2 * sum(w ** 2)``, see :func:`l2_parameters`), ``opponent_ce``,
+    ``ownership_ce`` and ``score_mse`` (with those heads only: unweighted, ``total`` weighs
+    them) and ``total``.
 
     Runs the model in whatever mode it is in (training mode: batch statistics); differentiable.
     """
     device = next(model.parameters()).device
-    planes, policy, value, opponent = _batch_tensors(batch, model.config, device)
-    return _terms(model(planes), policy, value, opponent, l2_parameters(model), l2=l2,
-                  value_loss_weight=value_loss_weight, opponent_loss_weight=opponent_loss_weight)
+    planes, targets = _batch_tensors(batch, model.config, device)
+    coef = LossWeights(l2=l2, value=value_loss_weight, opponent=opponent_loss_weight,
+                       ownership=ownership_loss_weight, score=score_loss_weight)
+    return _terms(model.outputs(planes), targets, l2_parameters(model), coef)
 
 
 # ---- weights in transit -------------------------------------------------------------------------
@@ -412,18 +511,18 @@ class Trainer:
 
     def step(self, batch: Any) -> dict[str, float]:
         """One optimiser step on ``batch``. Returns floats: ``total``, ``value_mse``,
-        ``policy_ce``, ``l2``, ``opponent_ce`` (with the opponent head only), ``grad_norm``
+        ``policy_ce``, ``l2``, ``opponent_ce``, ``ownership_ce``, ``score_mse`` (with those
+        heads only), ``grad_norm``
         (before clipping), ``lr`` (used by this step),
         ``skipped`` (1.0 when a non-finite gradient made the step a no-op) and ``scale`` (the AMP
         loss scale; 1.0 without a scaler)."""
-        cfg = self.config
-        planes, policy, value, opponent = _batch_tensors(batch, self.net_config, self.device)
+        planes, targets = _batch_tensors(batch, self.net_config, self.device)
         if self.channels_last:
             planes = planes.contiguous(memory_format=torch.channels_last)
+        coef = LossWeights.of(self.config)
 
         def terms() -> dict[str, Tensor]:
-            return _terms(self.model(planes), policy, value, opponent, self._l2_params, l2=cfg.l2,
-                          value_loss_weight=cfg.value_loss_weight, opponent_loss_weight=cfg.opponent_loss_weight)
+            return _terms(self.model.outputs(planes), targets, self._l2_params, coef)
 
         return self.optimise(terms)
 

@@ -158,3 +158,20 @@ def test_selfplay_setups_side_by_side():
     assert proc.returncode == 2 and "--backend names 2 setup(s) and --cache 3" in proc.stderr
     proc = run("bench", "selfplay", "--backend", "eager,tpu", check=False)
     assert proc.returncode == 2 and "unknown backend 'tpu'" in proc.stderr
+
+
+def test_katago_techniques_side_by_side():
+    data = run_json("bench", "selfplay", "--preset", "small-4-3", "--games", "4", "--sims", "12", "--seconds", "0.3",
+                    "--seed", "1", "--backend", "onnx", "--forced-playouts", "0,2", "--global-pooling", "0,1",
+                    "--full-search-prob", "1,0.5", "--fast-sims", "3")
+    off, on = data["runs"]
+    assert (off["forced_playouts"], off["global_pooling"], off["full_search_prob"]) == (0.0, 0, 1.0)
+    assert (on["forced_playouts"], on["global_pooling"], on["full_search_prob"]) == (2.0, 1, 0.5)
+    assert off["recorded_per_s"] == off["moves_per_s"] and on["recorded_per_s"] < on["moves_per_s"]
+    assert data["recorded_speedup"][0] == 1.0
+    proc = run("bench", "selfplay", "--full-search-prob", "0.5", "--sims", "4", "--fast-sims", "4", check=False)
+    assert proc.returncode == 2 and "--fast-sims 4 must be below --sims 4" in proc.stderr
+    learner = run_json("bench", "learner", "--preset", "star2", "--size", "tiny", "--in-planes", "18", "--batch", "8",
+                       "--seconds", "0.02", "--threads", "1", "--global-pooling", "1", "--aux-heads", "--weights")
+    assert (learner["global_pooling"], learner["aux_heads"], learner["weights"]) == (1, True, True)
+    assert learner["results"][0]["steps"] >= 3

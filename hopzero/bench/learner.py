@@ -3,7 +3,10 @@
 Times :meth:`learner.training.Trainer.step` (host-to-device copy, forward, loss, backward,
 optimiser step, and the one device-to-host copy of the reported numbers) on random batches of
 the shape the replay buffer produces, after a warm-up. The batch size defaults to the learner
-config's.
+config's. KataGo's network-side techniques can be turned on to see their cost:
+``--global-pooling N`` (every N-th block a global pooling block), ``--aux-heads`` (the ownership
+and score heads with their targets) and ``--weights`` (per-position loss weights, as policy
+surprise weighting gives them).
 """
 
 from __future__ import annotations
@@ -55,10 +58,14 @@ def learner_config(name: str) -> Any:
     raise ValueError(f"unknown learner config {name!r}; valid: {', '.join(LEARNER_CONFIGS)}")
 
 
-def synthetic_batch(net: Any, batch: int, seed: int = 0) -> types.SimpleNamespace:
+def synthetic_batch(net: Any, batch: int, seed: int = 0, *, weights: bool = False) -> types.SimpleNamespace:
     """A batch shaped like the replay buffer's for ``net`` (a :class:`learner.model.NetConfig`):
     0/1 planes, sparse policy targets (about 30 moves with mass, as in mid-game positions),
-    value targets that are won or lost games (a share of 1 for one seat, in the mover's frame)."""
+    value targets that are won or lost games (a share of 1 for one seat, in the mover's frame), and
+    the targets of the network's auxiliary heads (20 goal cells); with ``weights``, per-position
+    weights around 1."""
+    from learner.aux_targets import AuxBatch
+
     rng = np.random.default_rng(seed)
     planes = rng.integers(0, 2, size=(batch, net.in_planes, net.n, net.n)).astype(np.float32)
     policy = np.zeros((batch, net.policy_size), dtype=np.float32)
@@ -68,14 +75,26 @@ def synthetic_batch(net: Any, batch: int, seed: int = 0) -> types.SimpleNamespac
         policy[b, idx] = rng.dirichlet(np.ones(m))
     seats = 2 if net.value_outputs == 1 else net.value_outputs
     value = np.eye(seats, dtype=np.float32)[rng.integers(0, seats, size=batch)]
-    return types.SimpleNamespace(planes=planes, policy=policy, value=value)
+    out = types.SimpleNamespace(planes=planes, policy=policy, value=value)
+    if net.opponent_head:
+        out.opponent_policy = policy[rng.permutation(batch)]
+    if net.ownership_head or net.score_head:
+        ownership = np.full((batch, net.n * net.n), -1, dtype=np.int64)
+        ownership[:, : min(20, net.n * net.n)] = rng.integers(0, net.players + 1, size=(batch, min(20, net.n * net.n)))
+        out.aux = AuxBatch(ownership=ownership if net.ownership_head else None,
+                           score=rng.random((batch, net.players + 1)).astype(np.float32) if net.score_head else None)
+    if weights:
+        out.weight = rng.uniform(0.5, 1.5, size=batch).astype(np.float32)
+    return out
 
 
-def bench_learner(trainer: Any, *, seconds: float = 3.0, warmup: int = 3, seed: int = 0) -> LearnerTiming:
+def bench_learner(trainer: Any, *, seconds: float = 3.0, warmup: int = 3, seed: int = 0,
+                  weights: bool = False) -> LearnerTiming:
     """Time ``trainer.step`` (a :class:`learner.training.Trainer`) at its config's batch size for
-    about ``seconds`` (at least 3 steps) after ``warmup`` steps."""
+    about ``seconds`` (at least 3 steps) after ``warmup`` steps (``weights``: batches with
+    per-position weights)."""
     batch_size = trainer.config.batch_size
-    batches = [synthetic_batch(trainer.net_config, batch_size, seed + i) for i in range(4)]
+    batches = [synthetic_batch(trainer.net_config, batch_size, seed + i, weights=weights) for i in range(4)]
     for i in range(warmup):
         trainer.step(batches[i % len(batches)])
     steps = 0
@@ -107,6 +126,12 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     p.add_argument("--threads", type=kit.int_at_least(1), default=None, metavar="T",
                    help="torch CPU threads (default: torch's)")
     p.add_argument("--device", type=device_arg, default=None, help="auto, cpu, cuda, cuda:N (default: the config's)")
+    p.add_argument("--global-pooling", type=kit.int_at_least(0), default=0, metavar="N",
+                   help="every N-th block a global pooling block (KataGo), 0 = none (default 0)")
+    p.add_argument("--aux-heads", action="store_true",
+                   help="the network with KataGo's ownership and score heads, trained on synthetic targets")
+    p.add_argument("--weights", action="store_true",
+                   help="batches with per-position loss weights (policy surprise weighting)")
 
 
 def run(args: argparse.Namespace) -> Report:
@@ -117,18 +142,22 @@ def run(args: argparse.Namespace) -> Report:
     from learner.training import Trainer
 
     rules: Rules = args.preset
-    net = NetConfig.for_rules(rules, args.in_planes, args.size)
+    technique = dict(global_pooling=args.global_pooling, ownership_head=args.aux_heads, score_head=args.aux_heads)
+    if args.global_pooling:   # the general encoding's last plane is the on-board mask (the paper encoding has none)
+        technique["mask_plane"] = args.in_planes - 1 if rules.is_star else -1
+    net = NetConfig.for_rules(rules, args.in_planes, args.size, **technique)
     config = learner_config(args.config)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     timings = []
     for batch in args.batch or [config.batch_size]:
         trainer = Trainer(net, replace(config, batch_size=batch), seed=args.seed, device=args.device)
-        timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed))
+        timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed, weights=args.weights))
     data = {
         "preset": rules.name, "net": net.name, "parameters": trainer.model.num_parameters(), "config": config.name,
         "optimizer": config.optimizer, "device": str(trainer.device), "amp": trainer.amp,
         "threads": torch.get_num_threads(), "results": [asdict(t) for t in timings],
+        "global_pooling": args.global_pooling, "aux_heads": args.aux_heads, "weights": args.weights,
     }
     head = (f"{rules.name}/{net.name} network ({data['parameters']:,} parameters), learner config {config.name} "
             f"[{config.optimizer}] on {data['device']}, amp {trainer.amp}, {data['threads']} thread(s):")

@@ -11,6 +11,14 @@ timed alone on batches of the size its search actually produced, so ``ratio`` (s
 second over network evaluations per second) says how much the rest costs on top of the network:
 1.0 means nothing (more with a cache, which skips evaluations). The search runs here without the
 self-play actor around it (records, weight updates): ``hopzero bench actor`` times the actor.
+
+A setup may also turn on KataGo's self-play techniques, so that their cost shows side by side:
+``--forced-playouts K`` (forced playouts and target pruning), ``--global-pooling N`` (every N-th
+block of the network a global pooling block), ``--full-search-prob P`` with ``--fast-sims F``
+(playout cap randomization: a share P of the moves is searched in full, the rest with F
+simulations). ``moves_per_s`` counts the searched moves (games advance by them),
+``recorded_per_s`` the full searches among them, the positions self-play would train on;
+``recorded_speedup`` compares those across setups.
 """
 
 from __future__ import annotations
@@ -22,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ccengine.encoding import encodings_for
+from ccengine.encoding import encoding_for, encodings_for
 from ccengine.engines import new_state
 from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, SearchConfig
 from hopzero.bench.common import ArgKit, BenchError, Report, int_list_arg
 
-__all__ = ["NAME", "SUMMARY", "SelfPlayBench", "add_arguments", "bench_selfplay", "run"]
+__all__ = ["NAME", "SUMMARY", "SelfPlayBench", "Techniques", "add_arguments", "bench_selfplay", "run"]
 
 NAME = "selfplay"
 SUMMARY = "self-play search: simulations/s on one core, setups (backend, cache) side by side"
@@ -50,6 +58,11 @@ class SelfPlayBench:
     sims_per_s_per_core: float
     nn_evals_per_s_per_core: float
     search_share: float
+    forced_playouts: float = 0.0
+    global_pooling: int = 0
+    full_search_prob: float = 1.0
+    moves_per_s: float = 0.0
+    recorded_per_s: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -63,37 +76,61 @@ class SelfPlayBench:
         return data
 
 
+@dataclass(frozen=True)
+class Techniques:
+    """KataGo's self-play techniques of one setup (all off by default)."""
+
+    forced_playouts: float = 0.0
+    global_pooling: int = 0
+    full_search_prob: float = 1.0
+    fast_simulations: int = 0
+
+
 class _Setup:
     """One setup's network, cache, search and games, played on round after round."""
 
     def __init__(self, rules: Rules, backend: str, cache: int, *, games: int, simulations: int, encoding: str,
-                 seed: int) -> None:
+                 seed: int, techniques: Techniques = Techniques()) -> None:
         import torch
 
-        from learner.network_evaluator import load_network_evaluator
+        from learner.model import NetworkConfig, PolicyValueNet
+        from learner.network_evaluator import NetworkEvaluator, network_inference
 
         torch.manual_seed(seed)  # the same random weights for every setup
         self.rules = rules
-        self.network = load_network_evaluator(rules, None, encoding=encoding, threads=1, backend=backend)
+        net = NetworkConfig(size="paper", encoding=encoding, global_pooling=techniques.global_pooling)
+        enc = encoding_for(rules, encoding, history=net.history)
+        model = PolicyValueNet(net.net_config(rules))
+        self.network = NetworkEvaluator(rules, enc, network_inference(rules, enc, model, backend=backend, threads=1))
         self.cache = EvaluationCache(self.network, cache) if cache > 0 else None
         self.timed = _TimedEvaluator(self.cache if self.cache is not None else self.network)
         self.simulations = simulations
-        self.search = BatchedSearch(rules, games, SearchConfig(num_simulations=simulations),
-                                    history=self.network.encoding.history, rng=np.random.default_rng(seed))
+        self.techniques = techniques
+        config = SearchConfig(num_simulations=simulations, forced_playouts=techniques.forced_playouts)
+        self.search = BatchedSearch(rules, games, config, history=self.network.encoding.history,
+                                    rng=np.random.default_rng(seed))
+        self._cap_rng = np.random.default_rng([seed, 2])
         self.states = [new_state(rules) for _ in range(games)]
         for g, state in enumerate(self.states):
             self.search.set_root(g, state)
         self.elapsed = 0.0
-        self.moves_searched = self.finished = 0
+        self.moves_searched = self.finished = self.recorded = self.new_simulations = 0
 
     def play(self, seconds: float) -> None:
         """Search and play moves for about ``seconds``."""
+        tech = self.techniques
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
-            for g, result in enumerate(self.search.search(self.timed)):
+            active = [g for g in range(len(self.states)) if self.search.is_active(g)]
+            fast = {g for g in active if self._cap_rng.random() >= tech.full_search_prob}
+            for g, result in enumerate(self.search.search(self.timed, active, fast=fast,
+                                                          fast_simulations=tech.fast_simulations)):
                 if result is None:
                     continue
                 self.moves_searched += result.searched
+                if result.searched:
+                    self.recorded += g not in fast
+                    self.new_simulations += tech.fast_simulations if g in fast else self.simulations
                 self.states[g].play(result.move)
                 if self.states[g].is_terminal():
                     self.finished += 1
@@ -113,9 +150,14 @@ class _Setup:
             moves_searched=self.moves_searched,
             games_finished=self.finished,
             batch_size=round(timed.rows / max(timed.calls, 1), 2),
-            sims_per_s_per_core=round(self.moves_searched * self.simulations / self.elapsed, 1),
+            sims_per_s_per_core=round(self.new_simulations / self.elapsed, 1),
             nn_evals_per_s_per_core=round(_network_alone(self.network, timed.last_inputs, min_seconds=nn_seconds), 1),
             search_share=round(1.0 - timed.seconds / self.elapsed, 4),
+            forced_playouts=self.techniques.forced_playouts,
+            global_pooling=self.techniques.global_pooling,
+            full_search_prob=self.techniques.full_search_prob,
+            moves_per_s=round(self.moves_searched / self.elapsed, 2),
+            recorded_per_s=round(self.recorded / self.elapsed, 2),
         )
 
 
@@ -129,15 +171,18 @@ def bench_selfplay(
     rounds: int = 1,
     encoding: str = "paper",
     seed: int = 0,
+    techniques: list[Techniques] | None = None,
 ) -> list[SelfPlayBench]:
     """Run self-play with an untrained ``paper``-size network for about ``seconds`` per setup
-    (``(backend, cache positions)``), the setups taking turns in ``rounds`` slices; then time
-    each network alone for a fifth of that (at least 3 calls)."""
+    (``(backend, cache positions)``, with ``techniques[i]`` when given), the setups taking turns
+    in ``rounds`` slices; then time each network alone for a fifth of that (at least 3 calls)."""
     import torch
 
     torch.set_num_threads(1)
-    runs = [_Setup(rules, backend, cache, games=games, simulations=simulations, encoding=encoding, seed=seed)
-            for backend, cache in setups]
+    techniques = techniques or [Techniques()] * len(setups)
+    runs = [_Setup(rules, backend, cache, games=games, simulations=simulations, encoding=encoding, seed=seed,
+                   techniques=tech)
+            for (backend, cache), tech in zip(setups, techniques)]
     for _ in range(rounds):
         for setup in runs:
             setup.play(seconds / rounds)
@@ -212,30 +257,79 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
     p.add_argument("--cache", type=int_list_arg(0, "cache size"), default=[0], metavar="N[,N...]",
                    help="evaluation-cache positions of each setup, 0 = none (default 0, as self-play); "
                         "one value applies to every setup")
+    p.add_argument("--forced-playouts", type=_float_list(0.0, 1e9, "k"), default=[0.0], metavar="K[,K...]",
+                   help="KataGo's forced playouts with k = K in each setup, 0 = off (default 0)")
+    p.add_argument("--global-pooling", type=int_list_arg(0, "block interval"), default=[0], metavar="N[,N...]",
+                   help="every N-th block of each setup's network a global pooling block, 0 = none (default 0)")
+    p.add_argument("--full-search-prob", type=_float_list(1e-9, 1.0, "share"), default=[1.0], metavar="P[,P...]",
+                   help="playout cap randomization: the share of full searches in each setup (default 1: all)")
+    p.add_argument("--fast-sims", type=kit.int_at_least(1), default=None, metavar="F",
+                   help="simulations of a fast search (default: a sixth of --sims, KataGo's ratio)")
+
+
+def _float_list(low: float, high: float, what: str) -> Any:
+    """An argparse type: comma-separated numbers, each in [low, high]."""
+
+    def parse(text: str) -> list[float]:
+        try:
+            values = [float(x) for x in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
+        if any(not low <= v <= high for v in values):
+            raise argparse.ArgumentTypeError(f"{text!r}: every {what} must lie in [{low:g}, {high:g}]")
+        return values
+
+    return parse
+
+
+def _setups(args: argparse.Namespace) -> tuple[list[tuple[str, int]], list[Techniques]]:
+    """Each setup's (backend, cache) and techniques: every list names one or as many setups."""
+    lists = {"--backend": args.backend, "--cache": args.cache, "--forced-playouts": args.forced_playouts,
+             "--global-pooling": args.global_pooling, "--full-search-prob": args.full_search_prob}
+    n = max(len(v) for v in lists.values())
+    if any(len(v) not in (1, n) for v in lists.values()):
+        (name, first), *others = [(name, len(v)) for name, v in lists.items() if len(v) > 1]
+        counts = " and ".join([f"{name} names {first} setup(s)", *(f"{o} {k}" for o, k in others)])
+        raise BenchError(f"{counts}: give one or as many")
+    at = {name: (v if len(v) == n else v * n) for name, v in lists.items()}
+    fast = args.fast_sims if args.fast_sims is not None else max(1, args.sims // 6)
+    if fast >= args.sims and any(p < 1 for p in at["--full-search-prob"]):
+        raise BenchError(f"--fast-sims {fast} must be below --sims {args.sims}")
+    techniques = [Techniques(forced_playouts=k, global_pooling=g, full_search_prob=p, fast_simulations=fast)
+                  for k, g, p in zip(at["--forced-playouts"], at["--global-pooling"], at["--full-search-prob"])]
+    return list(zip(at["--backend"], at["--cache"])), techniques
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
-    backends, caches = args.backend, args.cache
-    n = max(len(backends), len(caches))
-    if len(backends) not in (1, n) or len(caches) not in (1, n):
-        raise BenchError(f"--backend names {len(backends)} setup(s) and --cache {len(caches)}: give one or as many")
-    setups = list(zip(backends * (n // len(backends)), caches * (n // len(caches))))
+    setups, techniques = _setups(args)
     encoding = args.encoding or encodings_for(args.preset)[0]
     runs = bench_selfplay(args.preset, setups=setups, games=args.games, simulations=args.sims, seconds=args.seconds,
-                          rounds=args.rounds, seed=args.seed, encoding=encoding)
-    first = runs[0].sims_per_s_per_core
+                          rounds=args.rounds, seed=args.seed, encoding=encoding, techniques=techniques)
+    first, first_recorded = runs[0].sims_per_s_per_core, runs[0].recorded_per_s
     data = {
         "preset": args.preset.name, "model": "paper", "encoding": encoding,
         "games": args.games, "simulations_per_move": args.sims, "rounds": args.rounds,
         "runs": [r.to_dict() for r in runs],
         "speedup": [round(r.sims_per_s_per_core / first, 3) for r in runs],
+        "recorded_speedup": [round(r.recorded_per_s / first_recorded, 3) if first_recorded else None for r in runs],
     }
     lines = [
         f"{r.backend:8s} cache {r.eval_cache:6d}: {r.sims_per_s_per_core:,.0f} simulations/s on one core "
         f"({args.games} games, batch {r.batch_size:.0f}, cache hits {r.cache_hit_rate:.1%}); the network alone "
         f"{r.nn_evals_per_s_per_core:,.0f} evaluations/s; ratio {r.ratio:.2f}; {r.search_share:.1%} of the time "
         f"outside the evaluator; {r.sims_per_s_per_core / first:.2f}x the first"
+        + _technique_note(r, first_recorded)
         for r in runs
     ]
     return Report(data, "\n".join(lines))
+
+
+def _technique_note(r: SelfPlayBench, first_recorded: float) -> str:
+    """The setup's KataGo techniques and recorded positions, when it has any on."""
+    if (r.forced_playouts, r.global_pooling, r.full_search_prob) == (0.0, 0, 1.0):
+        return ""
+    ratio = f", {r.recorded_per_s / first_recorded:.2f}x the first" if first_recorded else ""
+    return (f"; forced playouts k={r.forced_playouts:g}, global pooling every {r.global_pooling or '-'}, "
+            f"full searches {r.full_search_prob:g}: {r.moves_per_s:,.1f} moves/s, {r.recorded_per_s:,.1f} recorded "
+            f"positions/s{ratio}")

@@ -44,6 +44,8 @@ class Batch:
     """bool ``[B]``: which samples were reflected."""
     index: np.ndarray
     """int64 ``[B]``: the positions' serial numbers in the window (for tests and metrics)."""
+    aux: Any = None
+    """The auxiliary targets (``learner.aux_targets.AuxBatch``), with an ``aux`` store only."""
 
 
 class WindowMirror:
@@ -81,6 +83,7 @@ class WindowMirror:
         limiter: RatioLimiter | None = None,
         entries_per_position: int = 32,
         opponent_target: bool = False,
+        aux: Any = None,
     ) -> None:
         if window_positions < 1:
             raise ValueError(f"window_positions={window_positions} must be at least 1")
@@ -93,6 +96,8 @@ class WindowMirror:
         self.value_target = value_target
         self.limiter = limiter
         self.opponent_target = opponent_target
+        #: Auxiliary targets kept slot for slot (``learner.aux_targets.AuxTargetStore``), or None.
+        self.aux = aux
         self._epoch = 0 if reader is None else reader.epoch
         w, h, k, players = window_positions, encoding.history, self.rules.k, self.rules.players
         self._hist = np.full((w, h, players, k), -1, dtype=np.int8)
@@ -230,6 +235,8 @@ class WindowMirror:
             idx = np.concatenate([idx, opp_idx])[order]
             prob = np.concatenate([prob, opp_prob])[order]
 
+        if self.aux is not None:
+            self.aux.insert((self._positions + np.arange(m)) % self.window, rec, sel)
         self._insert(hist, tm, z, q, None if rec.weight is None else rec.weight[sel],
                      lens, opp_lens, idx, prob)
         if self.limiter is not None:
@@ -349,7 +356,8 @@ class WindowMirror:
             if opponent is not None:
                 opponent[flip] = reflect_policy(self.rules, opponent[flip])
         return Batch(planes=planes, policy=policy, value=value.astype(np.float32), opponent_policy=opponent,
-                     weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64))
+                     weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64),
+                     aux=None if self.aux is None else self.aux.sample(slots, tm, flip))
 
     def try_sample(self, batch_size: int, rng: np.random.Generator, augment: bool = True) -> Batch | None:
         """A batch when the limiter allows one (without a limiter: when the window is not empty)."""
