@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from .notation import NotationError, Position, excerpt, parse_move
+from .notation import NotationError, Position, excerpt, parse_int, parse_move
 from .rules import PASS, Rules
 
 __all__ = [
@@ -78,7 +78,7 @@ def parse_cell(rules: Rules, text: str) -> int:
     text = text.strip()
     rows = 2 * rules.n - 1
     if re.fullmatch(r"[0-9]{1,9}", text):  # ASCII digits only: int() also reads '٣' and chokes on 5000 digits
-        cell = int(text)
+        cell = parse_int(text, "cell", maximum=10**9)
         if cell >= rules.cells:
             raise NotationError(f"cell {cell} is off the board (valid 0..{rules.cells - 1})")
         return cell
@@ -88,7 +88,7 @@ def parse_cell(rules: Rules, text: str) -> int:
         raise NotationError(f"cell {excerpt(text)} must be a cell index {valid} (the star's cells are numbered)")
     if not m:
         raise NotationError(f"cell {excerpt(text)} must be 'row.position' like '{rows}.1' or a cell index like '0'")
-    row, pos = int(m.group(1)), int(m.group(2))
+    row, pos = (parse_int(m.group(i), "cell", maximum=10**9) for i in (1, 2))
     if not 1 <= row <= rows:
         raise NotationError(f"cell {text!r}: row {row} is off the board (rows 1..{rows}, 1 at the top)")
     cells = _row_cells(rules, row)
