@@ -142,14 +142,14 @@ def settle_seeding(rundir: RunDir, initial: InitialModel | None, out: TextIO) ->
     best = read_pointer(path) if (path / "best.json").is_file() else None
     if initial is not None and initial.sha256 == pending.get("sha256") and (best is None or best.version == str(version)):
         return True
-    if claimed is None:  # the marker's seeding: nothing else of the run exists yet
+    if info is None or claimed is None:  # the marker's seeding: nothing else of the run exists yet
         if isinstance(version, int):
             _undo(path, version)
     else:
         if not history and isinstance(version, int):  # a partial model file of the failed seeding
             promoted_model_path(path, version).unlink(missing_ok=True)
-        del info["initial_model"]  # type: ignore[index]
-        rundir.write_info(info)  # type: ignore[arg-type]
+        del info["initial_model"]
+        rundir.write_info(info)
     (path / SEEDING_FILE).unlink(missing_ok=True)
     out.write(f"hopzero train: undid the unfinished seeding of {path} with v{version} from "
               f"{pending.get('source')!r} (--init-model): this run goes on without it\n")

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ccp_helpers import Engine  # noqa: E402
+from ccp_helpers import Engine
 
-from ccengine import preset  # noqa: E402
-from ccengine.reference import ReferenceState, is_witness_path  # noqa: E402
+from ccengine import preset
+from ccengine.reference import ReferenceState, is_witness_path
 
 
 @dataclass
