@@ -7,10 +7,11 @@ reader here raises :class:`NotationError` with a message that says what is wrong
 changes any state.
 
 Every number that comes from outside (a position's ply, a move's cells, the engine protocol's
-``go nodes``, the command line's counts) is read by :func:`parse_int` or
-:func:`parse_positive_float`: ASCII digits only (``str.isdigit`` and ``int`` accept ``'²'`` or
-Arabic-Indic digits), a ``-`` only to be judged by the range, and a range. Error messages show
-at most a short :func:`excerpt` of what they were given.
+``go nodes``, the command line's counts, what the browser interface is sent) is read by
+:func:`parse_int` (a ply by :func:`parse_ply`) or :func:`parse_positive_float`: ASCII digits
+only (``str.isdigit`` and ``int`` accept ``'²'`` or Arabic-Indic digits), a ``-`` only to be
+judged by the range, and a range. Error messages show at most a short :func:`excerpt` of what
+they were given.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "parse_int",
     "parse_move",
     "parse_move_path",
+    "parse_ply",
     "parse_position",
     "parse_positive_float",
     "parse_star_path",
@@ -71,12 +73,14 @@ def excerpt(value: object, limit: int = _EXCERPT) -> str:
 
 
 def parse_int(text: str, what: str, *, minimum: int = 0, maximum: int) -> int:
-    """An integer from outside, within ``minimum..maximum``.
+    """An integer from outside, within ``minimum..maximum``: the one reader of every integer that
+    a person, a referee, a file or a browser hands to hopzero.
 
     Only ASCII digits and an optional leading ``-`` (no ``+``, spaces, underscores or other
-    scripts' digits); a negative number where ``minimum`` is not is refused by the range, so the
-    message says "must be at least 0". Raises :class:`NotationError` naming ``what`` and the
-    valid range.
+    scripts' digits), at most 19 digits, so ``int()`` never sees a huge string; a negative number
+    where ``minimum`` is not is refused by the range, so the message says "must be at least 0".
+    Raises :class:`NotationError` naming ``what`` and the valid range, quoting at most a short
+    :func:`excerpt` of ``text``.
     """
     if not isinstance(text, str) or not _INTEGER.fullmatch(text):
         raise NotationError(f"{what} {excerpt(text)} is not an integer in {minimum}..{maximum}".lstrip())
@@ -98,6 +102,12 @@ def parse_positive_float(text: str, what: str, *, maximum: float) -> float:
     if not 0 < value <= maximum:
         raise NotationError(f"{what} {text} must be more than 0 and at most {maximum:g}".lstrip())
     return value
+
+
+def parse_ply(rules: Rules, text: str, what: str = "ply count") -> int:
+    """A position's ply count from outside: :func:`parse_int` within ``0..rules.max_plies`` (a
+    game ends at ``max_plies``, so no position of these rules has more)."""
+    return parse_int(text, what, maximum=rules.max_plies)
 
 
 def start_position(rules: Rules) -> Position:
@@ -138,8 +148,7 @@ def _parse_rows(rules: Rules, text: str) -> Position:
             board.append(_CELL_CHARS[ch])
     if parts[1] not in _SIDE:
         raise NotationError(f"side to move {excerpt(parts[1])} must be 'x' or 'o'")
-    # a game ends at max_plies, so no position of these rules has a larger ply count
-    ply = parse_int(parts[2], "ply count", maximum=rules.max_plies) if len(parts) == 3 else 0
+    ply = parse_ply(rules, parts[2]) if len(parts) == 3 else 0
     for p, ch in ((0, "x"), (1, "o")):
         count = board.count(p)
         if count != rules.k:
@@ -164,11 +173,11 @@ def parse_move(rules: Rules, value: object) -> tuple[int, int]:
         text = value.strip()
         if text == "pass":
             return PASS
-        # ASCII digits, few enough for int() to be cheap; the board's range is checked below
+        # at most 9 ASCII digits a cell (no board has more cells); the board's range is checked below
         m = re.fullmatch(r"([0-9]{1,9})[ \t]*[- \t][ \t]*([0-9]{1,9})", text)
         if not m:
             raise NotationError(f"move {excerpt(value)} must be two cell indices like '45-38', or 'pass'")
-        value = [int(m.group(1)), int(m.group(2))]
+        value = [parse_int(m.group(i), f"move {excerpt(value)}: cell", maximum=10**9) for i in (1, 2)]
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
@@ -205,11 +214,10 @@ def parse_move_path(rules: Rules, text: str) -> tuple[int, ...]:
 
 # ---------------------------------------------------------------------------------------------
 # The 121-hole star: COMPACT121 positions and s-a-...-e moves (RULES.md "Text and the engine
-# protocol"). A separate block on purpose: it shares only Position and NotationError with the
-# rhombus's text format above, and parses numbers with its own ASCII-only pattern.
+# protocol"). A separate block on purpose: it shares Position, NotationError and the number
+# readers with the rhombus's text format above.
 # ---------------------------------------------------------------------------------------------
 
-_STAR_NUMBER = re.compile(r"[0-9]+", re.ASCII)
 _STAR_CELL_CHARS = ".012345"
 
 
@@ -217,13 +225,6 @@ def _star_rules(rules: Rules) -> None:
     """Refuse a rhombus: COMPACT121 is the star's format only."""
     if not rules.is_star:
         raise NotationError(f"COMPACT121 text is for the star (board='star'); the {rules.name} rules are a rhombus")
-
-
-def _star_number(text: str, what: str) -> int:
-    """A non-negative integer written in ASCII digits only."""
-    if not _STAR_NUMBER.fullmatch(text):
-        raise NotationError(f"{what} {text!r} must be a non-negative integer in digits 0-9")
-    return int(text)
 
 
 def parse_compact121(rules: Rules, text: str) -> Position:
@@ -236,7 +237,7 @@ def parse_compact121(rules: Rules, text: str) -> Position:
     parts = text.split(" ")
     if len(parts) not in (2, 3):
         raise NotationError(
-            f"star position {text!r} must be '<COMPACT121> <player> [ply]' separated by single spaces, "
+            f"star position {excerpt(text)} must be '<COMPACT121> <player> [ply]' separated by single spaces, "
             f"e.g. '{format_compact121(rules, start_position(rules))}'"
         )
     cells, player_text = parts[0], parts[1]
@@ -252,8 +253,8 @@ def parse_compact121(rules: Rules, text: str) -> Position:
             raise NotationError(f"COMPACT121 cell {i} holds player {owner}, but the game has {players} players")
         board.append(owner)
     if not (len(player_text) == 1 and player_text in _STAR_CELL_CHARS[1:] and int(player_text) < players):
-        raise NotationError(f"player to move {player_text!r} is unknown; valid: 0..{players - 1}")
-    ply = _star_number(parts[2], "ply count") if len(parts) == 3 else 0
+        raise NotationError(f"player to move {excerpt(player_text)} is unknown; valid: 0..{players - 1}")
+    ply = parse_ply(rules, parts[2]) if len(parts) == 3 else 0
     for p in range(players):
         count = board.count(p)
         if count != rules.k:
@@ -269,19 +270,16 @@ def format_compact121(rules: Rules, position: Position) -> str:
 
 
 def parse_star_path(rules: Rules, text: str) -> tuple[int, ...]:
-    """Read a star move ``s-e`` or a hop chain's witness path ``s-a-b-e``: the cells in order.
+    """Read a star move ``s-e`` or a hop chain's witness path ``s-a-b-e``: the cells in order
+    (:func:`parse_move_path` without the pass, which the star does not have).
 
     Only the form is checked (at least two cells, each on the board); the move it stands for is
     ``(path[0], path[-1])``, and whether it is legal is the state's business.
     """
     _star_rules(rules)
-    fields = text.strip().split("-")
-    if len(fields) < 2:
-        raise NotationError(f"star move {text!r} must be cell indices joined by '-', like '3-14' or '1-12-25'")
-    path = tuple(_star_number(f, "move cell") for f in fields)
-    for cell in path:
-        if cell >= rules.cells:
-            raise NotationError(f"star move {text!r}: cell {cell} is off the board (valid 0..{rules.cells - 1})")
+    path = parse_move_path(rules, text)
+    if path == PASS:
+        raise NotationError("the star has no pass: a move is cell indices joined by '-', like '3-14' or '1-12-25'")
     return path
 
 

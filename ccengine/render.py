@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, TextIO
 
-from .notation import NotationError, Position, excerpt, parse_move
+from .notation import NotationError, Position, excerpt, parse_int, parse_move
 from .rules import PASS, Rules
 
 __all__ = [
@@ -102,7 +102,7 @@ def parse_cell(rules: Rules, text: str) -> int:
     text = text.strip()
     rows = _rows(rules.geometry)
     if re.fullmatch(r"[0-9]{1,9}", text):  # ASCII digits only: int() also reads '٣' and chokes on 5000 digits
-        cell = int(text)
+        cell = parse_int(text, "cell", maximum=10**9)
         if cell >= rules.cells:
             raise NotationError(f"cell {cell} is off the board (valid 0..{rules.cells - 1})")
         return cell
@@ -114,7 +114,7 @@ def parse_cell(rules: Rules, text: str) -> int:
         raise NotationError(
             f"cell {excerpt(text)} must be 'row.position' like '{len(rows)}.1' or a cell index like '0'"
         )
-    row, pos = int(m.group(1)), int(m.group(2))
+    row, pos = (parse_int(m.group(i), "cell", maximum=10**9) for i in (1, 2))
     if not 1 <= row <= len(rows):
         raise NotationError(f"cell {text!r}: row {row} is off the board (rows 1..{len(rows)}, 1 at the top)")
     cells = rows[row - 1]

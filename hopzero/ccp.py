@@ -19,13 +19,13 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TextIO
 
 from ccengine import PASS, Rules, preset
 from ccengine.engines import new_state
-from ccengine.notation import NotationError, Position, excerpt, parse_int, parse_move_path
+from ccengine.notation import NotationError, Position, excerpt, parse_int, parse_move_path, parse_ply
 from ccengine.players import Player, SeedLike
 from learner.players import make_player
 from ccengine.reference import is_witness_path, move_path
@@ -86,11 +86,13 @@ class CCPEngine:
     """One engine session: the current position, the player that thinks, the game so far.
 
     ``handle(line)`` returns the reply lines for one command. The engine keeps one game state
-    and plays the moves between consecutive positions onto it when it can recognise them (our
-    ``bestmove``, then the opponent's reply), so players that read history (the network's input
-    holds the last three states) see the real game, and the star's repetition rule counts the
-    game's own positions; any other position starts a fresh game. ``position ... moves ...`` gives
-    the game outright: the base position and the moves from it, each checked.
+    and plays the moves between consecutive positions onto it when it can recognise them (up to
+    one move of every player: its own and the other players' replies), so players that read
+    history (the network's input holds the last three states) see the real game, and the star's
+    repetition rule counts the game's own positions; any other position starts a fresh game.
+    ``position ... moves ...`` gives the game outright: the base position and the moves from it,
+    each checked. Whatever its history says about the end of the game, ``go`` answers a legal
+    move wherever the position itself has one (a referee judges the position, not our history).
     """
 
     def __init__(self, rules: Rules, player_spec: str, seed: SeedLike = None, limits: Limits = Limits()) -> None:
@@ -99,7 +101,6 @@ class CCPEngine:
         self.limits = limits
         self.player: Player = make_player(player_spec, rules, seed)
         self.state: Any = new_state(rules)
-        self._last_bestmove: Move | None = None
         self.finished = False
 
     # -- commands -------------------------------------------------------------------------------
@@ -140,9 +141,7 @@ class CCPEngine:
         return []  # no search is running (a stop during a search is taken by the search's poll)
 
     def _cmd_newgame(self, args: list[str]) -> list[str]:
-        self.state = new_state(self.rules)
-        self._last_bestmove = None
-        self.player.reset()
+        self._new_game(new_state(self.rules))
         return []
 
     def _cmd_quit(self, args: list[str]) -> list[str]:
@@ -166,25 +165,33 @@ class CCPEngine:
             else:
                 self._follow(base)
             return []
-        game = self._play_moves(new_state(self.rules, base), moves)  # raises before anything changes
+        line = None if base is None else self._line_to(base)
+        if line is not None:  # the moves since a position of our game (how N players fit one line)
+            game = self.state.copy()
+            for m in line:
+                game.play(m)
+            self.state = self._play_moves(game, moves)  # raises before anything changes
+            return []
+        game = self._play_moves(new_state(self.rules, base), moves)
         continues = self._line_to(self._position_of(game)) is not None
-        self.state = game  # the referee's game, with the history it gave
-        if not continues:
-            self.player.reset()
-            self._last_bestmove = None
+        if continues:
+            self.state = game  # the referee's game, with the history it gave
+        else:
+            self._new_game(game)
         return []
 
     def _cmd_go(self, args: list[str], stop: Callable[[], bool] | None = None) -> list[str]:
         limits, notes = self._parse_go(args)
-        if self.state.is_terminal():
-            return [f"info string error the game is over ({_outcome(self.state)})", "bestmove pass"]
+        over, belief = self._playable()
+        if over is not None:
+            return [f"info string error the game is over ({over})", "bestmove pass"]
+        notes += belief
         moves = self.state.legal_moves()
         if moves == [PASS]:
             return [*notes, "bestmove pass"]
         start = time.perf_counter()
         move = self._think(stop=stop, **limits)
         elapsed_ms = int((time.perf_counter() - start) * 1000)
-        self._last_bestmove = move
         path = move_path(self.rules, self.state.board, move)
         return [*notes, f"info time {elapsed_ms}", "bestmove " + "-".join(map(str, path))]
 
@@ -193,13 +200,14 @@ class CCPEngine:
             raise ProtocolError("analyze takes 'topk <K>' with K >= 1")
         # more than every legal move is the same as every legal move
         k = parse_int(args[1], "analyze topk", minimum=1, maximum=2**63 - 1)
-        if self.state.is_terminal():
-            raise ProtocolError(f"the game is over ({_outcome(self.state)})")
+        over, belief = self._playable()
+        if over is not None:
+            raise ProtocolError(f"the game is over ({over})")
         value, policy = self._analyze()
         top = sorted(policy, key=lambda mp: -mp[1])[:k]
         moves = [{"move": "-".join(map(str, move_path(self.rules, self.state.board, m))), "policy": round(p, 6)}
                  for m, p in top if m != PASS]
-        return ["analysis " + json.dumps({"value": round(value, 6), "moves": moves}, separators=(",", ":"))]
+        return [*belief, "analysis " + json.dumps({"value": round(value, 6), "moves": moves}, separators=(",", ":"))]
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -221,16 +229,46 @@ class CCPEngine:
                 raise ProtocolError(f"position has {board.count(p)} pieces of player {p}, needs {self.rules.k}")
         if len(player) != 1 or player not in digits:
             raise ProtocolError(f"player {excerpt(player)} is unknown; valid: {' or '.join(digits)}")
-        # a game ends at max_plies: no position of these rules has more
-        return Position(board, int(player), parse_int(ply, "ply", maximum=self.rules.max_plies))
+        return Position(board, int(player), parse_ply(self.rules, ply, "ply"))
+
+    def _playable(self) -> tuple[str | None, list[str]]:
+        """Make the game one that goes on wherever its position does. Returns how the game ended
+        when the position itself is over (else None), and the ``info string`` lines to send first.
+
+        A game that is over only by its history (the star's third repetition) while its
+        position, judged alone, has legal moves goes on as a new game from that position: a
+        referee that judges positions (CCERL's) plays on, and a missing answer is a forfeit.
+        What the engine believed is said in an ``info string`` before the answer.
+        """
+        if not self.state.is_terminal():
+            return None, []
+        cold = new_state(self.rules, self._position_of(self.state))
+        if cold.is_terminal():
+            return _outcome(cold), []
+        belief = (f"info string the game is over in this engine's history ({self.state.end_reason}, "
+                  f"{_outcome(self.state)}); the position has legal moves: playing on from it")
+        self._new_game(cold)
+        return None, [belief]
+
+    def _new_game(self, state: Any) -> None:
+        """Start a new game at ``state``: the player forgets the old one."""
+        self.state = state
+        self.player.reset()
 
     def _play_moves(self, state: Any, moves: list[str]) -> Any:
-        """``state`` after ``moves`` (each ``s-e`` or a witness path), every one checked first."""
+        """``state`` after ``moves`` (each ``s-e`` or a witness path), every one checked first.
+
+        A move after an end that only the game's history makes (a repetition) is played from the
+        position as a new game, as :meth:`_playable` goes on; after an end the position shows
+        (a win, the ply limit) it is refused."""
         for number, text in enumerate(moves, 1):
             path = parse_move_path(self.rules, text)
             where = f"move {number} {excerpt(text)} (ply {state.ply}, player {state.to_move})"
             if state.is_terminal():
-                raise ProtocolError(f"{where}: the game is already over ({_outcome(state)})")
+                cold = new_state(self.rules, self._position_of(state))
+                if cold.is_terminal():
+                    raise ProtocolError(f"{where}: the game is already over ({_outcome(cold)})")
+                state = cold
             move = (path[0], path[-1])
             if move not in state.legal_moves():
                 raise ProtocolError(f"{where} is not legal: {self._why_illegal(state, move)}")
@@ -258,35 +296,44 @@ class CCPEngine:
         """Move the game state to ``position``, playing the recognised moves onto it."""
         line = self._line_to(position)
         if line is None:  # not reachable: a new game from here
-            self.state = new_state(self.rules, position)
-            self.player.reset()
-            self._last_bestmove = None
+            self._new_game(new_state(self.rules, position))
             return
         for m in line:
             self.state.play(m)
 
     def _line_to(self, position: Position) -> list[Move] | None:
-        """The moves that take the game to ``position``: none when it is the current position,
-        one legal move, or our last ``bestmove`` and one reply; None when it is none of these."""
+        """The legal moves that take the game to ``position``, at most one of each player (our
+        move and the N-1 replies of a game of N); None when ``position`` is not such a continuation.
+
+        Pieces are never taken, so each player's pieces change only by that player's own move:
+        the cells a player left and reached name its move (none changed: a pass), and the ply
+        count says how many moved. One look at the boards finds the line, for any N.
+        """
         state = self.state
-        if self._matches(state, position):
-            return []
-        candidates: Iterable[list[Move]] = ([m] for m in state.legal_moves())
-        if self._last_bestmove is not None and self._last_bestmove in state.legal_moves():
-            ours = self._last_bestmove
-            state.play(ours)
-            replies = [[ours, m] for m in state.legal_moves()]
-            state.undo()
-            candidates = [*replies, *candidates]
-        for line in candidates:
-            for m in line:
-                state.play(m)
-            found = self._matches(state, position)
+        count = position.ply - state.ply
+        if not 0 <= count <= state.players:
+            return None
+        moved: dict[int, Move] = {}
+        for p in range(state.players):
+            left = [i for i, (a, b) in enumerate(zip(state.board, position.board)) if a == p != b]
+            reached = [i for i, (a, b) in enumerate(zip(state.board, position.board)) if b == p != a]
+            if len(left) != len(reached) or len(left) > 1:
+                return None
+            if left:
+                moved[p] = (left[0], reached[0])
+        line: list[Move] = []
+        try:
+            for _ in range(count):
+                move = moved.pop(state.to_move, PASS)
+                if move not in state.legal_moves():
+                    return None
+                state.play(move)
+                line.append(move)
+            found = not moved and self._matches(state, position)
+        finally:
             for _ in line:
                 state.undo()
-            if found:
-                return line
-        return None
+        return line if found else None
 
     @staticmethod
     def _position_of(state: Any) -> Position:
@@ -437,6 +484,9 @@ class _Session:
                 self._arrived(self.reader.queue.get_nowait())
             except queue.Empty:
                 break
+        # the end of input: nobody is left to wait for more than the current chunk's answer
+        if any(item is _EOF for item in self.waiting):
+            self.stopping = True
         # a stop/quit before the next waiting go is meant for this search
         for item in list(self.waiting):
             word = _word(item)

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from learner.replay.redis_url import with_password
+
 __all__ = ["LocalRedis", "RedisDirectoryBusy", "free_port"]
 
 
@@ -74,9 +76,15 @@ class LocalRedis:
         self._lock_fd: int | None = None
 
     @property
+    def address(self) -> str:
+        """The server's URL without its password (what may be shown and written down)."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
     def url(self) -> str:
-        """The server's URL, password included (keep it out of logs: ``redact_url``)."""
-        return f"redis://:{self.password()}@127.0.0.1:{self.port}/0"
+        """The server's URL, password included: for a client in memory only (keep it out of
+        files, command lines and logs: ``redact_url``)."""
+        return with_password(self.address, self.password())
 
     # -- files ------------------------------------------------------------------------------------
 

@@ -55,8 +55,10 @@ class RunDir:
         for sub in ("checkpoints", "models", "plots"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
         if self.exists:
-            info = json.loads((self.path / "run.json").read_text())
-            old = TrainConfig.from_dict(yaml.safe_load((self.path / "config.yaml").read_text()))
+            info = self.info()
+            old = self.config()
+            if old is None:
+                raise ConfigError(f"{self.path / 'config.yaml'} is missing: {_DAMAGED}")
             for field in ("preset", "rules", "network"):
                 if getattr(old, field) != getattr(config, field):
                     raise ConfigError(
@@ -75,16 +77,38 @@ class RunDir:
             if initial_model is not None:
                 info["initial_model"] = initial_model
         info.update(config_hash=config.hash(), versions=versions)
-        self._write_atomic("run.json", json.dumps(info, indent=2))
+        self.write_info(info)
         self._write_atomic("config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
         return info
 
+    def write_info(self, info: dict[str, Any]) -> None:
+        """Replace ``run.json`` (atomically)."""
+        self._write_atomic("run.json", json.dumps(info, indent=2))
+
+    def info(self) -> dict[str, Any]:
+        """The run's identity (``run.json``); :class:`ConfigError` in one line when it is damaged."""
+        path = self.path / "run.json"
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(f"{path} is damaged ({_why(exc)}): {_DAMAGED}") from None
+        if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
+            raise ConfigError(f"{path} is damaged (no run_id): {_DAMAGED}")
+        return info
+
     def config(self) -> TrainConfig | None:
-        """The run's configuration (config.yaml), None before a run was started here."""
+        """The run's configuration (config.yaml), None before a run was started here;
+        :class:`ConfigError` in one line when it is damaged or holds a value this hopzero refuses."""
         path = self.path / "config.yaml"
         if not path.is_file():
             return None
-        return TrainConfig.from_dict(yaml.safe_load(path.read_text()))
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path} is damaged ({_why(exc)}): {_DAMAGED}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} is damaged (not a mapping): {_DAMAGED}")
+        return TrainConfig.from_dict(data)
 
     def append(self, name: str, record: dict[str, Any]) -> None:
         """Append one JSON line to ``name`` (metrics.jsonl, evaluations.jsonl)."""
@@ -98,6 +122,17 @@ class RunDir:
         tmp = self.path / f".{name}.tmp"
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path / name)
+
+
+#: What a person does about a damaged run.json or config.yaml.
+_DAMAGED = ("restore it from a backup, or start a new --run-dir (this run's models/*.pt still play as model=FILE "
+            "and start a new run with --init-model FILE)")
+
+
+def _why(exc: BaseException) -> str:
+    """An exception's message on one short line."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:160]
 
 
 def _show(value: Any) -> str:

@@ -39,6 +39,9 @@ __all__ = [
     "TrainingFailed",
     "neutral_directory",
     "plan_placement",
+    "redis_password",
+    "refuse_password_in_url",
+    "session_promotions",
     "train",
 ]
 
@@ -144,10 +147,14 @@ def train(
     run_dir: str | os.PathLike[str],
     ray_address: str | None = None,
     redis_url: str | None = None,
+    redis_password: str | None = None,
     init_model: str | None = None,
     out: TextIO = sys.stdout,
 ) -> dict[str, Any]:
     """Run training until the time budget, the step limit or Ctrl-C; returns the final summary.
+
+    ``redis_url`` (else ``replay.redis_url``) and ``redis_password`` (:func:`redis_password`): the
+    Redis of the replay buffer; the password joins the URL in memory only, never a file or a log.
 
     ``init_model`` (a network file, a run directory or ``shipped``) starts a new run from that
     network instead of stage 1 or random weights (``hopzero.initial_model``); a run directory that
@@ -159,7 +166,35 @@ def train(
     """
     with _ctrl_c_raises():
         return _train(config, run_dir=run_dir, ray_address=ray_address, redis_url=redis_url,
-                      init_model=init_model, out=out)
+                      redis_password=redis_password, init_model=init_model, out=out)
+
+
+def redis_password(password_file: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The Redis password of ``hopzero train``: the first line of ``password_file``
+    (``--redis-password-file``), else ``$HOPZERO_REDIS_PASSWORD``, else None (a Redis without one).
+    A file that cannot be read or holds nothing is a :class:`ConfigError`."""
+    from learner.replay.redis_url import PASSWORD_ENV
+
+    if password_file is None:
+        return environ.get(PASSWORD_ENV) or None
+    try:
+        lines = Path(password_file).read_text(encoding="utf-8").strip().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--redis-password-file {password_file}: cannot read it ({getattr(exc, 'strerror', exc)})") \
+            from None
+    if not lines or not lines[0].strip():
+        raise ConfigError(f"--redis-password-file {password_file} is empty: put the Redis password on its first line")
+    return lines[0].strip()
+
+
+def refuse_password_in_url(url: str, where: str) -> None:
+    """Raise :class:`ConfigError` when ``url`` (given as ``where``, e.g. ``--redis-url``) holds a
+    password: it would be seen in ``ps``; the line says where the password goes instead."""
+    from learner.replay.redis_url import PASSWORD_ADVICE, has_password, redact_url
+
+    if has_password(url):
+        raise ConfigError(f"{where} {redact_url(url)} holds a password, which a command line shows to every "
+                          f"user of the machine (ps): {PASSWORD_ADVICE}")
 
 
 #: Set by the driver's Ctrl-C handler. The handler also raises ``KeyboardInterrupt``, but an
@@ -198,7 +233,7 @@ def _ctrl_c_raises() -> Iterator[None]:
 
 def _train(
     config: TrainConfig, *, run_dir: str | os.PathLike[str], ray_address: str | None, redis_url: str | None,
-    init_model: str | None, out: TextIO,
+    redis_password: str | None, init_model: str | None, out: TextIO,
 ) -> dict[str, Any]:
     import ray
 
@@ -208,27 +243,32 @@ def _train(
 
     # Absolute: the components run in other processes with other working directories.
     rundir = RunDir(Path(run_dir).resolve())
-    initial = None
-    if init_model is not None:
-        from hopzero.initial_model import load_initial_model
+    from hopzero.initial_model import load_initial_model, settle_seeding
 
-        if rundir.exists:
-            raise ConfigError(f"--init-model starts a new run, and {rundir.path} holds one: "
-                              "use another --run-dir, or leave --init-model out to resume it")
-        initial = load_initial_model(config, init_model)
+    _check_best(rundir)  # before anything is written or started: a damaged best model stops every component
+    initial = None if init_model is None else load_initial_model(config, init_model)
+    # A seeding killed half way is completed by the same --init-model, else undone.
+    completes = settle_seeding(rundir, initial, out)
+    if initial is not None and rundir.exists and not completes:
+        raise ConfigError(f"--init-model starts a new run, and {rundir.path} holds one: "
+                          "use another --run-dir, or leave --init-model out to resume it")
     redis_server = None
     started_ray = False
     created: list[Any] = []  # actor handles, killed if start-up is interrupted
     running = False
     try:
         # Inside the try: a Ctrl-C just after run.json is written is a stop during start-up too.
-        info = rundir.start(config, versions_now(), initial_model=None if initial is None else initial.provenance())
+        # The initial model first, run.json (which records it) last: all or nothing.
         if initial is not None:
             initial.seed(rundir.path, config)
+        info = rundir.start(config, versions_now(), initial_model=None if initial is None else initial.provenance())
+        if initial is not None:
+            initial.committed(rundir.path)
         run_id = info["run_id"]
         # The Redis buffer first: a run that may not use it is refused before anything starts.
         if config.replay.backend == "redis":
-            link, redis_server = _open_redis(config, rundir, run_id, redis_url or config.replay.redis_url, out)
+            link, redis_server = _open_redis(config, rundir, run_id, redis_url or config.replay.redis_url,
+                                             redis_password, out)
         started_ray = not ray.is_initialized()
         if started_ray:
             out.write(f"hopzero train: starting Ray for run {run_id} (Ctrl-C stops) ...\n")
@@ -280,6 +320,20 @@ class RunStartError(ConfigError):
     unreachable or its directory's server is in use): one line, nothing started."""
 
 
+def _check_best(rundir: RunDir) -> None:
+    """Refuse, in one line, a run whose ``best.json`` or best model file is damaged (the
+    evaluator and the actors could not start from it); the message says what to do."""
+    from learner.model_files import read_model_file
+    from plumbing.run_files import PromotionError, read_best
+
+    try:
+        best = read_best(rundir.path)
+        if best is not None:
+            read_model_file(best.checkpoint(rundir.path))
+    except (PromotionError, ValueError) as exc:
+        raise RunStartError(str(exc)) from None
+
+
 def _kill(handles: list[Any]) -> None:
     """Kill the actors a start-up that was interrupted created (on a Ray it joined they would
     outlive it)."""
@@ -291,11 +345,16 @@ def _kill(handles: list[Any]) -> None:
 
 
 def _open_redis(
-    config: TrainConfig, rundir: RunDir, run_id: str, url: str, out: TextIO
+    config: TrainConfig, rundir: RunDir, run_id: str, url: str, password: str | None, out: TextIO
 ) -> tuple[Any, Any]:
     """The run's link to Redis, its key prefix claimed; and the local server started (or reused)
-    for it when no URL is given. Raises :class:`RunStartError` when the run may not start."""
+    for it when no URL is given (with its own password). Raises :class:`RunStartError` when the
+    run may not start."""
     from learner.replay import ReplayLink
+    from learner.replay.redis_url import has_password, with_password
+
+    if url and password and not has_password(url):
+        url = with_password(url, password)  # in memory only: the link goes to the components
 
     try:
         prefix = config.replay.key_prefix_for(run_id)
@@ -477,6 +536,8 @@ class _System:
                                     config.run.restart_backoff_s)
         self.backing_off: list[tuple[float, str, Any]] = []  # (when to restart, component, actor handle)
         self.actor_counts = _ActorCounts(len(self.actors))
+        self.replay_watch = _ReplayWatch()
+        self.replaced_before = _replaced_bests(rundir)  # promotions of earlier sessions
 
     def run(self, info: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
@@ -501,7 +562,10 @@ class _System:
                 self._revive()
                 snap = self._snapshot(time.monotonic() - start)
                 self.rundir.append("metrics.jsonl", snap)
-                self.out.write(_progress_line(snap) + "\n")
+                news = self.replay_watch.update(snap["learner"])
+                if news:
+                    log.warning("%s", news)
+                self.out.write("".join(f"hopzero train: {line}\n" for line in news) + _progress_line(snap) + "\n")
                 self.out.flush()
                 if budget and time.monotonic() - start >= budget:
                     break
@@ -548,13 +612,15 @@ class _System:
         *actors, learner, evaluator, registry = _gather_stats(
             [*self.actors, self.learner, self.evaluator, self.registry], timeout=10.0
         )
+        registry = registry or {"best_version": -1, "candidate_version": -1, "promotions": 0}
         return {
             "time": round(elapsed, 1),
             "wall": time.time(),
             "selfplay": {**_sum_actor_stats(actors), **self.actor_counts.update(actors)},
             "learner": learner,
             "evaluator": evaluator,
-            "registry": registry or {"best_version": -1, "candidate_version": -1, "promotions": 0},
+            "registry": registry,
+            "promotions": session_promotions(int(registry.get("promotions", 0)), self.rundir, self.replaced_before),
             "restarts": self.restarts,
         }
 
@@ -661,6 +727,42 @@ def _restore_best(rundir: RunDir, registry: Any) -> None:
     ray.get(registry.set_best.remote(best.version, arrays))
 
 
+def session_promotions(registry_count: int, rundir: RunDir, replaced_before: int) -> int:
+    """The promotions of this session: the registry counts those it was told of, but one that a
+    restarted evaluator finished (``reconcile``) reaches it as a plain new best, and a restarted
+    registry counts from 0; ``promotions.jsonl`` has every one (on the evaluator's disk, which is
+    the driver's unless no room was left there: then the registry's count stands)."""
+    return max(registry_count, _replaced_bests(rundir) - replaced_before)
+
+
+def _replaced_bests(rundir: RunDir) -> int:
+    """Promotions ``promotions.jsonl`` logs that replaced a best model (its first line is the
+    run's first best model: stage 1's network, v0 or ``--init-model``'s, no promotion)."""
+    return max(len(rundir.read_jsonl("promotions.jsonl")) - 1, 0)
+
+
+class _ReplayWatch:
+    """Says once when the learner has lost the replay buffer's Redis, and once when it has it
+    again (from the learner's ``replay_unreachable_s``; a silent learner changes nothing)."""
+
+    def __init__(self) -> None:
+        self.down_s = 0.0
+
+    def update(self, learner: dict[str, Any]) -> list[str]:
+        """The lines to say after this snapshot of the learner's stats."""
+        if not learner:
+            return []
+        down_s, was = float(learner.get("replay_unreachable_s", 0.0)), self.down_s
+        self.down_s = down_s
+        if down_s and not was:
+            return [(f"Redis of the replay buffer unreachable for {down_s:.0f} s: the learner reads no games and "
+                     f"waits; the actors keep their finished games (a bounded queue) and retry. Start Redis again: "
+                     f"the run goes on by itself")]
+        if was and not down_s:
+            return ["Redis of the replay buffer reachable again: the learner reads the games the actors kept"]
+        return []
+
+
 class _ActorCounts:
     """Self-play totals that never go down: a restarted actor counts from zero again and a busy
     one may miss a snapshot, but the run's games, positions and simulations are its to keep."""
@@ -722,7 +824,7 @@ def _progress_line(snap: dict[str, Any]) -> str:
         f"best v{snap['registry']['best_version']}",
         f"vs greedy {greedy['score']:.0%}" if greedy else "vs greedy -",
         f"gate v{gate['candidate']} {gate['score']:.0%} {gate['decision']}" if gate else "gate -",
-        f"promotions {snap['registry']['promotions']}",
+        f"promotions {snap.get('promotions', snap['registry']['promotions'])}",
     ]
     # Records kept from the learner, by kind; "stale" ones (older models' games, expected at the
     # switch to self-play) are counted in the stats only.
@@ -732,6 +834,9 @@ def _progress_line(snap: dict[str, Any]) -> str:
     skipped = {kind: n for kind, n in le.get("skipped", {}).items() if kind != "stale" and n}
     if skipped:
         parts.append("skipped " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(skipped.items())))
+    down = le.get("replay_unreachable_s", 0.0)
+    if down:
+        parts.append(f"REDIS UNREACHABLE for {down:.0f} s")
     return " | ".join(parts)
 
 
@@ -747,7 +852,7 @@ def _summary(
     lines = [
         f"{'Stopped' if interrupted else 'Finished'} after {elapsed / 60:.1f} min: "
         f"{snap['selfplay']['games']:,} self-play games, {snap['learner'].get('steps', 0):,} learner steps, "
-        f"{snap['registry']['promotions']} promotion(s).",
+        f"{snap.get('promotions', snap['registry']['promotions'])} promotion(s).",
     ]
     if last and int(last["version"]) != best:
         lines.append(f"Best model v{best} (promoted as the time ran out; not yet measured against greedy).")

@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from ccengine.rules import Rules
 
-from plumbing.run_files import read_best
+from plumbing.run_files import PromotionError, read_best
 
 if TYPE_CHECKING:  # torch only when a file is written
     from .model import NetworkConfig, PolicyValueNet
 
 __all__ = [
     "ALGOS",
+    "ModelFileError",
     "ModelNotFoundError",
+    "check_preset",
     "model_meta",
     "promoted_model_path",
     "read_model_file",
@@ -35,9 +37,13 @@ __all__ = [
 ]
 
 #: What a model file's ``input`` entry may tell a player about its network.
-_META = ("encoding", "history", "c_puct", "algo")
+_META = ("encoding", "history", "c_puct", "algo", "preset")
 #: How a network was trained (``algo`` of a file or a run config; absent: ``alphazero``).
 ALGOS = ("alphazero", "dqn")
+
+
+class ModelFileError(ValueError):
+    """A run directory named by ``model=`` whose best model is damaged (docs/RELIABILITY.md)."""
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -68,7 +74,10 @@ def resolve_model_source(rules: Rules, model: str) -> Path:
         return shipped_model_path(rules)
     path = Path(model).expanduser()
     if path.is_dir():
-        best = read_best(path)
+        try:
+            best = read_best(path)
+        except PromotionError as exc:  # a ValueError for the players' one-line errors
+            raise ModelFileError(str(exc)) from None
         if best is None:
             raise ModelNotFoundError(f"run directory {path} has no best model yet (no best.json)")
         found = Path(best.path)
@@ -99,16 +108,26 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         run = ck.extra.get("config") if isinstance(ck.extra.get("config"), dict) else {}
         network, search = run.get("network") or {}, run.get("search") or {}
         meta = {"encoding": network.get("encoding"), "history": network.get("history"),
-                "c_puct": search.get("c_puct"), "algo": run.get("algo")}
+                "c_puct": search.get("c_puct"), "algo": run.get("algo"), "preset": run.get("preset")}
         state = {"format": NET_FORMAT, "config": ck.net_config.to_dict(), "state_dict": ck.model_state}
         return state, {k: v for k, v in meta.items() if v is not None}
     state = check_net_state(where, raw)
     return state, model_meta(state)
 
 
+def check_preset(source: object, meta: dict[str, Any], rules: Rules) -> None:
+    """Refuse a network trained for another game than ``rules`` (``meta``: what its file says,
+    :func:`model_meta`): cc49's and paper's boards have one shape, so the network would load and
+    play the other game's rules badly. Every reader of ``model=`` and ``export`` asks here."""
+    recorded = meta.get("preset")
+    if recorded is not None and recorded != rules.name:
+        raise ValueError(f"{source}: the network plays {recorded!r}, not {rules.name!r} (the preset it was trained "
+                         f"for): give a model of {rules.name} (model=shipped: the one shipped for it)")
+
+
 def model_meta(state: dict[str, Any]) -> dict[str, Any]:
     """What a network file's ``input`` entry says about its network (``encoding``, ``history``,
-    ``c_puct``, ``algo``), where present."""
+    ``c_puct``, ``algo``, ``preset``), where present."""
     info = state.get("input")
     return {k: info[k] for k in _META if k in info} if isinstance(info, dict) else {}
 

@@ -27,7 +27,7 @@ from ccengine.rules import Rules
 from .backends import resolve_backend
 from .inference import Inference, resolve_device
 from .model import NetConfig, PolicyValueNet, load_net
-from .model_files import ALGOS, model_meta, read_model_file
+from .model_files import ALGOS, check_preset, model_meta, read_model_file
 from .onnx_backend import calibration_planes
 
 __all__ = ["NetworkEvaluator", "load_network_evaluator", "network_inference"]
@@ -160,6 +160,7 @@ def load_network_evaluator(
         model = PolicyValueNet(config)
     else:
         model, meta = load_net_with_meta(source)
+        check_preset(source if not isinstance(source, dict) else "the network", meta, rules)
         enc_name = meta.get("encoding", encoding or default)
         enc_history = meta.get("history", history)
         if encoding is not None and encoding != enc_name:

@@ -310,17 +310,16 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
     from ccengine.rules import preset
 
     from .model import load_net
-    from .model_files import read_model_file
+    from .model_files import check_preset, read_model_file
     from .records import versions_now
+    from plumbing.run_files import atomic_write_bytes
 
     state, meta = read_model_file(source)
-    recorded = (state.get("input") or {}).get("preset")
     if rules is None:
-        if recorded is None:
+        if meta.get("preset") is None:
             raise ValueError(f"{source}: the file does not say which game its network plays; name the preset")
-        rules = preset(recorded)
-    if recorded is not None and recorded != rules.name:
-        raise ValueError(f"{source}: the network plays {recorded!r}, not {rules.name!r}")
+        rules = preset(meta["preset"])
+    check_preset(source, meta, rules)
     net = load_net(state, name=str(source)).eval().fuse_()
     encoding = encoding_for(rules, meta.get("encoding", "general"), history=meta.get("history"))
     cfg = net.config
@@ -359,8 +358,8 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
         "versions": json.dumps(versions_now(), sort_keys=True),
     }
     data = onnx_bytes(net, metadata, aux=True)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(out)
+    try:
+        atomic_write_bytes(out, data)  # a failed write leaves neither OUT nor a temporary file
+    except OSError as exc:
+        raise ValueError(f"cannot write {out}: {exc.strerror or exc}; nothing was written") from None
     return metadata

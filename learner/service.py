@@ -147,6 +147,10 @@ class LearnerService:
         export_at = window_start
         pace_at = window_start
         while not self._stop.is_set():
+            now = time.perf_counter()
+            if now - window_start >= 5.0:  # also while waiting: a learner that waits trains at 0/s
+                self._rate = (self.trainer.steps - steps_then) / (now - window_start)
+                window_start, steps_then = now, self.trainer.steps
             self._inserted += self.mirror.poll(max_records=512)
             if time.perf_counter() >= export_at:  # also while waiting: the buffer's filling shows
                 self._export_metrics()
@@ -164,10 +168,6 @@ class LearnerService:
             self._last = self.dqn.step(batch) if self.dqn is not None else self.trainer.step(batch)
             self._sampled += batch_size
             self._after_step()
-            now = time.perf_counter()
-            if now - window_start >= 5.0:
-                self._rate = (self.trainer.steps - steps_then) / (now - window_start)
-                window_start, steps_then = now, self.trainer.steps
         self.checkpoint()
 
     def _pace_actors(self) -> None:
@@ -256,13 +256,20 @@ class LearnerService:
             "inserted": mirror["inserted"],
             "sampled": self._sampled,
             "skipped": self.mirror.skipped_records(),
+            "replay_unreachable_s": self._replay_unreachable_s(mirror),
             "warmups": mirror["warmups"],
             "device": str(self.trainer.device),
             "pid": os.getpid(),
         }
 
+    @staticmethod
+    def _replay_unreachable_s(mirror: dict[str, Any]) -> float:
+        """How long the replay's Redis has been unreachable (0 for the memory backend)."""
+        return float(mirror.get("reader", {}).get("unreachable_s", 0.0))
+
     def _export_metrics(self) -> None:
         m, last = self.metrics, self._last
+        m.set("hopzero_replay_unreachable_seconds", self._replay_unreachable_s(self.mirror.stats()))
         m.set("hopzero_learner_steps_per_second", self._rate)
         m.set("hopzero_learner_lr", last.get("lr", 0.0))
         if self.dqn is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import pickle
 import re
@@ -120,9 +121,13 @@ def write_atomic(path: str | os.PathLike[str], state: Mapping[str, Any]) -> Path
     fsync, ``os.replace``, fsync of the directory."""
     path = Path(path)
     tmp = _temporary(path)
+    # Serialised in memory first: a full disk or a file size limit is then an OSError naming
+    # its cause, where torch's zip writer would raise an opaque RuntimeError.
+    buffer = io.BytesIO()
+    torch.save(dict(state), buffer)
     try:
         with open(tmp, "wb") as f:
-            torch.save(dict(state), f)
+            f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -3,9 +3,9 @@
 Inside Ray actors the metrics are ``ray.util.metrics`` objects: Ray's metrics agent exports them
 on each node with a ``ray_`` prefix, counters with a ``_total`` suffix, and one series per worker
 (``ray_hopzero_learner_steps_total``, ``ray_hopzero_gate_score``; see :func:`exported_name`).
-Outside Ray (a plain process) they are ``prometheus_client`` objects of the same names. The
-``Metrics`` facade hides which; where a metric cannot be created (e.g. a second registration of
-the same name in one process) it records nothing, so training never depends on monitoring.
+Outside Ray (a plain process) they are ``prometheus_client`` objects of the same names, one
+per name in a process, shared by every ``Metrics`` there. The ``Metrics`` facade hides which;
+where a metric cannot be created it records nothing, so training never depends on monitoring.
 
 Ray's agent forgets a gauge that its worker has not reported for two report intervals (20 s by
 default), even while the worker lives: a value set once (the gate score, set after each gating
@@ -43,6 +43,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_replay_skipped_records": (
         "counter", "Records kept from the learner, by kind: malformed, foreign, future (schema), stale", ("kind",)
     ),
+    "hopzero_replay_unreachable_seconds": (
+        "gauge", "How long the learner has not reached the replay buffer's Redis (0 while it does)", ()
+    ),
     # learner
     "hopzero_learner_steps": ("counter", "Learner optimisation steps", ()),
     "hopzero_learner_loss": (
@@ -61,6 +64,10 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_winrate_vs_greedy": ("gauge", "Score of the best model against greedy (paper protocol)", ()),
     "hopzero_elo": ("gauge", "Elo of the best model, greedy = 0", ()),
 }
+
+
+#: The prometheus_client objects of this process, by name, shared by every ``Metrics`` in it.
+_PROMETHEUS: dict[str, Any] = {}
 
 
 def exported_name(name: str) -> str:
@@ -118,7 +125,8 @@ class Metrics:
                 import prometheus_client as pc
 
                 cls = pc.Counter if kind == "counter" else pc.Gauge
-                obj = cls(name, description, labelnames=tags)
+                # one object a name in a process: prometheus_client refuses a second registration
+                obj = _PROMETHEUS.get(name) or _PROMETHEUS.setdefault(name, cls(name, description, labelnames=tags))
         except Exception as exc:  # noqa: BLE001 - monitoring must never stop training
             log.warning("metric %s unavailable: %s", name, exc)
             self.backend = "none"

@@ -27,6 +27,7 @@ __all__ = [
     "BestModel",
     "PromotionError",
     "append_jsonl",
+    "atomic_write_bytes",
     "atomic_write_text",
     "fsync_dir",
     "read_best",
@@ -37,6 +38,9 @@ __all__ = [
 
 BEST_FILE = "best.json"
 _FIELDS = ("version", "path", "sha256", "promoted_at", "score", "games")
+#: What a person does about a damaged pointer or best model (docs/RELIABILITY.md says more).
+_RECOVERY = ("point best.json at an intact models/model-*.pt, or restore it from a backup "
+             "(docs/RELIABILITY.md, 'Promotion, model files and checkpoints')")
 
 
 class PromotionError(RuntimeError):
@@ -113,14 +117,20 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` atomically: temp file in the same directory (same
+    """Replace ``path`` with ``text`` (UTF-8) atomically, as :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same directory (same
     filesystem, so the rename is atomic), fsync, ``os.replace``, fsync the directory. On any
-    failure the old file is untouched and the temp file removed."""
+    failure (a full disk, a file size limit, ``path`` a directory) the old file is untouched and
+    the temp file removed."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -139,10 +149,11 @@ def read_pointer(run_dir: Path) -> BestModel | None:
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(text)
+        return BestModel.from_dict(json.loads(text), where=f"{pointer} is damaged")
     except json.JSONDecodeError as exc:
-        raise PromotionError(f"{pointer} is damaged (not JSON: {exc})") from exc
-    return BestModel.from_dict(data, where=str(pointer))
+        raise PromotionError(f"{pointer} is damaged (not JSON: {exc}): {_RECOVERY}") from exc
+    except PromotionError as exc:
+        raise PromotionError(f"{exc}: {_RECOVERY}") from exc
 
 
 def read_best(run_dir: str | os.PathLike[str], *, verify: bool = True) -> BestModel | None:
@@ -159,11 +170,11 @@ def read_best(run_dir: str | os.PathLike[str], *, verify: bool = True) -> BestMo
     try:
         digest = sha256_file(checkpoint)
     except FileNotFoundError as exc:
-        raise PromotionError(f"best model {best.version}: checkpoint {checkpoint} is missing") from exc
+        raise PromotionError(f"best model {best.version}: checkpoint {checkpoint} is missing: {_RECOVERY}") from exc
     if digest != best.sha256:
         raise PromotionError(
-            f"best model {best.version}: checkpoint {checkpoint} has SHA-256 {digest}, "
-            f"but {run / BEST_FILE} records {best.sha256} (changed or damaged after promotion)"
+            f"best model {best.version}: checkpoint {checkpoint} was changed or damaged after its promotion (SHA-256 "
+            f"{digest[:12]}..., {BEST_FILE} records {best.sha256[:12]}...): {_RECOVERY}"
         )
     return best
 

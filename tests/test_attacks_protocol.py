@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from ccp_helpers import REPLY_GUARD_S, cells_text, engine, hopzero  # noqa: F401 - engine is a fixture
 
-from ccengine import format_position, new_state, preset, start_position
+from ccengine import NotationError, format_position, new_state, parse_position, parse_star_path, preset, start_position
 from learner.players import make_player
 from hopzero.cli import main
 from hopzero.play import play_terminal
@@ -112,6 +112,8 @@ def _star_midgame():
 STAR_MID = _star_midgame()
 _START121 = cells_text(new_state(STAR))
 _MID121 = cells_text(STAR_MID)
+#: Player 0 home (cells 111..120), player 1 in mid-board: won by player 0, whatever its history.
+_WON121 = "".join("0" if i >= 111 else "1" if 40 <= i < 50 else "." for i in range(121))
 
 
 def _star_cells(cells: str, player: str = "0", ply: str = "0") -> bytes:
@@ -150,8 +152,8 @@ STAR_GARBAGE = {
     "one cell": (b"position startpos moves 3", "joined by '-'"),
     "3000-digit cell": (b"position startpos moves 3-" + b"9" * 3000, "(3000 characters)"),
     "a move after the game's end": (
-        b"position startpos moves 3-14 111-102 14-3 102-111 3-14 111-102 14-3 102-111 3-14",
-        "move 9 '3-14' (ply 8, player 0): the game is already over (result +0)",
+        _star_cells(_WON121, player="1", ply="101") + b" moves 40-29",
+        "move 1 '40-29' (ply 101, player 1): the game is already over (result +1)",
     ),
 }
 
@@ -233,6 +235,16 @@ def test_stop_ends_a_search_in_progress_with_its_best_move(engine):
     assert e.close() == 0
 
 
+def test_the_end_of_input_stops_a_search_in_progress(engine):
+    """The referee is gone (stdin closed): the search stops after its chunk, the answer is
+    written, the engine exits 0; it does not search on for the day it was given."""
+    e = _searching_engine(engine)
+    e.proc.stdin.close()
+    assert e.proc.wait(timeout=REPLY_GUARD_S) == 0
+    lines = e.until("bestmove")
+    assert _legal(new_state(preset("small-5-6")), lines[-1])
+
+
 def test_go_nodes_is_stoppable_too(engine):
     e = engine("--preset", "small-5-6", "--player", "mcts-rollout:sims=10", "--max-nodes", "2000000000")
     e.send("position startpos")
@@ -312,11 +324,17 @@ def _main(capsys, args: list[str]) -> tuple[int, str, str]:
     return status, out, err
 
 
+#: The star2 start in COMPACT121 (ten ``0``, 101 ``.``, ten ``1``) and player 0 to move.
+S2 = "0" * 10 + "." * 101 + "1" * 10 + " 0"
+
+
 def test_the_installed_command_refuses_an_unbounded_perft_and_a_huge_ply():
-    """The two attacks as typed: before, perft ran forever and move died with a traceback."""
+    """The attacks as typed: before, perft ran forever and move died with a traceback, on the
+    rhombus and, with a star position, the star."""
     for args, word in [
         (["perft", "--depth", "100"], "at most 8"),
         (["move", "--player", "greedy", "--position", START.replace(" 0", " 2147483648")], "at most 200"),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} 2147483648"], "at most 240"),
     ]:
         proc = _run(*args)
         assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
@@ -335,6 +353,16 @@ def test_the_installed_command_refuses_an_unbounded_perft_and_a_huge_ply():
         (["move", "--player", "greedy", "--position", START.replace(" 0", " ²")], ["ply count '²'"]),
         (["move", "--player", "greedy", "--position", START.replace(" 0", " -1")], ["ply count -1 must be at least 0"]),
         (["move", "--player", "greedy", "--position", START, "--seed", "99999999999"], ["--seed", "at most"]),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} 2147483648"],
+         ["ply count 2147483648 must be at most 240"]),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} {'9' * 5000}"],
+         ["ply count", "(5000 characters)", "0..240"]),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} {'1' * 3000}"],
+         ["ply count", "(3000 characters)"]),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} \u0663"], ["ply count"]),
+        (["move", "--preset", "star2", "--player", "greedy", "--position", f"{S2} 0 " + "x" * 3000],
+         ["star position", "characters)"]),
+        (["perft", "--preset", "star2", "--depth", "1", "--moves", "3-" + "9" * 5000], ["must be two cell indices"]),
         (["match", "--a", "greedy", "--b", "random", "--games", "99999999999999999999"], ["--games"]),
         (["match", "--a", "greedy", "--b", "random", "--games", "2", "--workers", "100000"],
          ["--workers", "at most 256"]),
@@ -361,6 +389,25 @@ def test_bad_numbers_on_the_command_line_give_one_line_and_exit_2(capsys, args, 
     for word in words:
         assert word in lines[0]
     assert out == ""
+
+
+@pytest.mark.parametrize("ply", ["2147483648", "9" * 5000, "1" * 3000, "-1", "\u0663", "+1"])
+@pytest.mark.parametrize("name", ["cc49", "star2", "star6"])
+def test_every_position_reader_bounds_the_ply(name, ply):
+    """``parse_position`` is what loads a position anywhere (``move``, ``perft``, the browser
+    interface's position box): a bad ply is one short NotationError, never an overflow."""
+    rules = preset(name)
+    text = format_position(rules, start_position(rules)).rsplit(" ", 1)[0] + " " + ply
+    with pytest.raises(NotationError) as info:
+        parse_position(rules, text)
+    assert "ply count" in str(info.value) and len(str(info.value)) <= MAX_ERROR_LINE
+
+
+@pytest.mark.parametrize("path", ["3-" + "9" * 5000, "3-14-" + "1" * 3000, "\u0663-14"])
+def test_star_move_paths_are_read_by_the_bounded_reader(path):
+    with pytest.raises(NotationError) as info:
+        parse_star_path(STAR, path)
+    assert len(str(info.value)) <= MAX_ERROR_LINE
 
 
 def test_perft_at_the_depth_bound_is_accepted(capsys):

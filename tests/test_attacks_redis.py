@@ -14,6 +14,7 @@ Each test runs ``hopzero train`` as a person does (a subprocess on the local Ray
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -38,6 +41,7 @@ ray = pytest.importorskip("ray")
 from ccengine import preset  # noqa: E402
 from hopzero.redis_server import LocalRedis  # noqa: E402
 from learner.records import SCHEMA, encode_record  # noqa: E402
+from learner.replay.redis_url import PASSWORD_ENV  # noqa: E402
 
 needs_linux_and_redis = pytest.mark.skipif(
     not Path("/proc/self/stat").is_file() or shutil.which("redis-server") is None or shutil.which("ss") is None,
@@ -57,11 +61,13 @@ def train_args(run_dir: Path, *settings: str) -> list[str]:
     return hopzero_command() + ["train", "--config", "demo", "--seed", "1", "--run-dir", str(run_dir), *sets]
 
 
-def start_train(run_dir: Path, *settings: str, extra: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+def start_train(
+    run_dir: Path, *settings: str, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     """A driver in the background; its screen goes to ``<run_dir>.out``."""
     out = open(f"{run_dir}.out", "w")  # noqa: SIM115 - closed with the process (by the OS)
     return subprocess.Popen([*train_args(run_dir, *settings), *extra], stdout=out, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, cwd=run_dir.parent)
+                            stdin=subprocess.DEVNULL, text=True, cwd=run_dir.parent, env={**os.environ, **(env or {})})
 
 
 def screen(run_dir: Path) -> str:
@@ -69,10 +75,21 @@ def screen(run_dir: Path) -> str:
 
 
 def run_train(
-    run_dir: Path, *settings: str, extra: tuple[str, ...] = (), timeout: float = 420
+    run_dir: Path, *settings: str, extra: tuple[str, ...] = (), timeout: float = 420, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*train_args(run_dir, *settings), *extra], capture_output=True, text=True,
-                          timeout=timeout, cwd=run_dir.parent)
+                          timeout=timeout, cwd=run_dir.parent, env={**os.environ, **(env or {})})
+
+
+def password_env(server: LocalRedis) -> dict[str, str]:
+    """The environment that gives ``hopzero train`` a Redis password (never its command line)."""
+    return {PASSWORD_ENV: server.password()}
+
+
+def files_holding(root: Path, secret: str) -> list[Path]:
+    """Every file under ``root`` whose bytes hold ``secret``."""
+    needle = secret.encode()
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
 def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen[str] | None = None):
@@ -176,14 +193,29 @@ def shared_redis(tmp_path):
 
 def test_two_run_directories_on_one_redis_both_train(shared_redis, tmp_path):
     """The attack: a new run directory against a Redis holding another run's stream. Before, the
-    second run's actors failed on every game (ForeignRunError) and its learner made 0 steps."""
+    second run's actors failed on every game (ForeignRunError) and its learner made 0 steps.
+
+    And the password stays secret: the first run takes it from the environment (the URL from
+    ``--redis-url``), the second from ``--redis-password-file`` (the URL from
+    ``--set replay.redis_url``); neither run writes it into any file (config.yaml, run.json,
+    checkpoints, models, metrics, logs) nor prints it."""
+    password = shared_redis.password()
+    secret_file = tmp_path / "redis-password"
+    secret_file.write_text(password + "\n")
+    ways = {"first": ([], ("--redis-url", shared_redis.address), password_env(shared_redis)),
+            "second": (["replay.backend=redis", f"replay.redis_url={shared_redis.address}"],
+                       ("--redis-password-file", str(secret_file)), {})}
     done = []
-    for name in ("first", "second"):
+    for name, (settings, extra, env) in ways.items():
         run_dir = tmp_path / name
-        proc = run_train(run_dir, "run.minutes=3", "run.max_learner_steps=1", extra=("--redis-url", shared_redis.url))
+        proc = run_train(run_dir, "run.minutes=3", "run.max_learner_steps=1", *settings, extra=extra, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert snapshots(run_dir)[-1]["learner"]["steps"] >= 1, f"the {name} run's learner never trained"
+        assert password not in proc.stdout + proc.stderr, "the Redis password was printed"
+        assert files_holding(run_dir, password) == [], "the Redis password was written down"
         done.append(run_dir)
+    assert list((done[0] / "checkpoints").glob("checkpoint-*.pt")), "no checkpoint to look into"
+    assert f"redis_url: {shared_redis.address}" in (done[1] / "config.yaml").read_text()
     client = redis.Redis.from_url(shared_redis.url)
     try:
         keys = [games_key(d) for d in done]
@@ -197,11 +229,11 @@ def test_two_run_directories_on_one_redis_both_train(shared_redis, tmp_path):
 
 def test_a_run_on_another_runs_key_prefix_is_refused_before_anything_starts(shared_redis, tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
-    url = ("--redis-url", shared_redis.url)
-    ran = run_train(first, "run.minutes=0.05", "replay.key_prefix=team:shared", extra=url)
+    url, env = ("--redis-url", shared_redis.address), password_env(shared_redis)
+    ran = run_train(first, "run.minutes=0.05", "replay.key_prefix=team:shared", extra=url, env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
 
-    refused = run_train(second, "replay.key_prefix=team:shared", extra=url, timeout=120)
+    refused = run_train(second, "replay.key_prefix=team:shared", extra=url, timeout=120, env=env)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1, refused.stderr
@@ -214,7 +246,7 @@ def test_a_run_on_another_runs_key_prefix_is_refused_before_anything_starts(shar
     assert password not in refused.stderr and "***" in lines[0], "the Redis password was printed"
 
     # The owner resumes on its prefix as before.
-    again = run_train(first, "run.minutes=0.05", "replay.key_prefix=team:shared", extra=url)
+    again = run_train(first, "run.minutes=0.05", "replay.key_prefix=team:shared", extra=url, env=env)
     assert again.returncode == 0, again.stdout + again.stderr
 
 
@@ -233,6 +265,38 @@ def test_a_bad_key_prefix_or_an_unreachable_redis_is_one_line_and_starts_nothing
     with pytest.raises(RunStartError, match=r"cannot reach Redis at redis://:\*\*\*@127\.0\.0\.1:\d+/0") as caught:
         _claim_prefix(url, "p", "run-a", wait_s=0)
     assert "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize("args", [
+    ["--redis-url", "redis://:s3cret@127.0.0.1:1/0"],
+    ["--redis-url", "redis://hopzero:s3cret@127.0.0.1:1/0"],
+    ["--redis-url", "redis://127.0.0.1:1/0?password=s3cret"],
+    ["--set", "replay.backend=redis", "--set", "replay.redis_url=redis://:s3cret@127.0.0.1:1/0"],
+], ids=["url", "user-and-password", "query", "set"])
+def test_a_password_in_a_redis_url_is_refused_with_where_it_goes(tmp_path, capsys, args):
+    """Before, the password landed in config.yaml (0644), the config hash and every checkpoint,
+    and `--redis-url` showed it in `ps`. Now the URL is refused before anything is written, in
+    one line that names where the password goes, and the line does not echo it."""
+    from hopzero.cli import main
+
+    status = main(["train", "--config", "demo", "--run-dir", str(tmp_path / "run"), *args])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and out == "", err
+    assert PASSWORD_ENV in lines[0] and "--redis-password-file" in lines[0] and "s3cret" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_password_file_that_cannot_be_read_is_one_line(tmp_path, capsys):
+    from hopzero.cli import main
+
+    (tmp_path / "empty").write_text("\n")
+    for name, words in (("missing", "cannot read it"), ("empty", "is empty")):
+        status = main(["train", "--config", "demo", "--run-dir", str(tmp_path / "run"), "--redis-url",
+                       "redis://127.0.0.1:1/0", "--redis-password-file", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert status == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+    assert not (tmp_path / "run").exists()
 
 
 # -- 2. the local redis-server of a killed driver ------------------------------------------------
@@ -376,17 +440,42 @@ def future_schema(data: bytes) -> bytes:
     return msgpack.packb(doc, use_bin_type=True)
 
 
+@contextlib.contextmanager
+def running_learner(url: str, run_id: str, run_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """A real learner of the tiny config on the Redis at ``url`` (``run_id``'s keys), its loop
+    running on a thread, with the registry actor it reports to: ``(config, learner)``; stopped
+    (its last checkpoint written) at the end."""
+    from hopzero.config import load_config
+    from hopzero.registry import ModelRegistry
+    from learner.replay import ReplayLink
+    from learner.service import LearnerService
+
+    config = load_config("demo", preset_name="cc49", overrides=list(TINY), seed=3)
+    prefix = config.replay.key_prefix_for(run_id)
+    registry = ray.remote(ModelRegistry).options(name=f"{run_id}-registry").remote()
+    learner = LearnerService(
+        rules=config.training_rules(), network=config.network, learner=config.learner, replay_config=config.replay,
+        stage1_steps=config.stage1.steps, candidate_every_steps=config.evaluation.candidate_every_steps,
+        seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(run_dir),
+        replay=ReplayLink("redis", run_id, redis_url=url, key_prefix=prefix), registry=f"{run_id}-registry",
+    )
+    loop = threading.Thread(target=learner.run, daemon=True)
+    loop.start()
+    try:
+        yield config, learner
+    finally:
+        learner.stop()
+        loop.join(timeout=60)
+        ray.kill(registry)
+
+
 def test_skipped_records_are_counted_in_the_learners_stats_and_prometheus(shared_redis, local_ray, tmp_path):
     import prometheus_client
 
     from hopzero.config import load_config
-    from hopzero.registry import ModelRegistry
-    from learner.replay import ReplayLink
     from learner.replay.redis_stream import RedisReplay
-    from learner.service import LearnerService
 
-    config = load_config("demo", preset_name="cc49", overrides=list(TINY), seed=3)
-    prefix = config.replay.key_prefix_for("skip-run")
+    prefix = load_config("demo").replay.key_prefix_for("skip-run")
     writer = RedisReplay(shared_redis.url, run_id="skip-run", prefix=prefix)
     writer.claim()
     rules = preset("cc49")
@@ -395,16 +484,7 @@ def test_skipped_records_are_counted_in_the_learners_stats_and_prometheus(shared
     for payload in (b"garbage", good, foreign, future_schema(good), b"\x81\xa5magic\xa3xyz"):
         writer.client.xadd(f"{prefix}:games", {"data": payload})
 
-    registry = ray.remote(ModelRegistry).options(name="skip-registry").remote()
-    learner = LearnerService(
-        rules=config.training_rules(), network=config.network, learner=config.learner, replay_config=config.replay,
-        stage1_steps=config.stage1.steps, candidate_every_steps=config.evaluation.candidate_every_steps,
-        seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(tmp_path),
-        replay=ReplayLink("redis", "skip-run", redis_url=shared_redis.url, key_prefix=prefix), registry="skip-registry",
-    )
-    loop = threading.Thread(target=learner.run, daemon=True)
-    loop.start()
-    try:
+    with running_learner(shared_redis.url, "skip-run", tmp_path) as (_, learner):
         expected = {"malformed": 1, "foreign": 2, "future": 1}
         wait_for(lambda: learner.stats()["skipped"] == expected, 60, "the learner to count the skipped records")
 
@@ -412,10 +492,6 @@ def test_skipped_records_are_counted_in_the_learners_stats_and_prometheus(shared
             return prometheus_client.REGISTRY.get_sample_value("hopzero_replay_skipped_records_total", {"kind": kind})
 
         wait_for(lambda: all(exported(kind) == n for kind, n in expected.items()), 30, "the Prometheus counter")
-    finally:
-        learner.stop()
-        loop.join(timeout=60)
-        ray.kill(registry)
 
 
 def test_the_progress_line_names_the_skipped_records():
@@ -428,3 +504,72 @@ def test_the_progress_line_names_the_skipped_records():
     assert line.endswith("| skipped 2 future, 1 malformed"), line
     snap["learner"]["skipped"] = {"stale": 9}  # expected at the switch to self-play: not shown
     assert "skipped" not in _progress_line(snap)
+
+
+# -- 5. Redis killed mid-run: said where a person looks, and said again when it is back -----------
+
+
+def test_redis_killed_under_a_learner_is_said_and_said_again_when_back(local_ray, tmp_path, caplog):
+    """Before, nothing said so and the progress line kept the learner's last rate. Now the
+    learner's stats (the progress line's source), its Prometheus gauge and its log say how long
+    Redis has been away, its rate falls to 0 while it waits, and all of it clears when Redis is
+    back on the same port."""
+    import logging
+
+    import prometheus_client
+
+    from hopzero.config import load_config
+    from learner.replay.redis_stream import RedisReplay
+
+    caplog.set_level(logging.WARNING, logger="learner.replay.redis_stream")
+    server = LocalRedis(tmp_path / "redis", persistent=False)
+    server.start()
+    port = server.port
+    writer = RedisReplay(server.url, run_id="kill-run", prefix=load_config("demo").replay.key_prefix_for("kill-run"))
+    rules = preset("cc49")
+    for seed in range(40):  # stage 1's positions (model version -1): enough for its 40 steps
+        writer.add(random_game_record(rules, seed, run_id="kill-run", max_plies=40))
+    assert writer.flush()
+
+    def gauge() -> float | None:
+        return prometheus_client.REGISTRY.get_sample_value("hopzero_replay_unreachable_seconds")
+
+    try:
+        with running_learner(server.url, "kill-run", tmp_path) as (config, learner):
+            _kill_redis_under(learner, config, server, gauge, caplog)
+            server = LocalRedis(tmp_path / "redis", port=port, persistent=False)  # back, same port and password
+            server.start()
+            wait_for(lambda: learner.stats()["replay_unreachable_s"] == 0, 60, "the learner to reach Redis again")
+            wait_for(lambda: gauge() == 0, 30, "the gauge to clear")
+            assert any("Redis reachable again" in r.getMessage() for r in caplog.records)
+    finally:
+        server.stop()
+
+
+def _kill_redis_under(learner: Any, config: Any, server: LocalRedis, gauge: Any, caplog: Any) -> None:
+    """Kill Redis once the learner has trained; check that every place a person looks says so."""
+    from hopzero.train import _progress_line
+
+    wait_for(lambda: learner.stats()["steps"] >= config.stage1.steps, 120, "stage 1's steps")
+    os.kill(server.pid, signal.SIGKILL)  # the attack
+    server.process.wait()
+    server.stop()  # releases the directory's lock: a new server may start on it
+    wait_for(lambda: learner.stats()["replay_unreachable_s"] > 0, 30, "the learner to notice")
+    wait_for(lambda: (gauge() or 0) > 0, 30, "the Prometheus gauge")
+    assert any("Redis unreachable" in r.getMessage() for r in caplog.records)
+    wait_for(lambda: learner.stats()["steps_per_s"] == 0, 30, "the learner's rate to show it waits")
+    snap = {"time": 1.0, "selfplay": {"games": 0, "positions_per_s": 0.0, "sims_per_s": 0.0},
+            "learner": learner.stats(), "evaluator": {}, "registry": {"best_version": 40, "promotions": 0}}
+    assert "REDIS UNREACHABLE for" in _progress_line(snap)
+
+
+def test_the_driver_says_once_that_redis_is_gone_and_once_that_it_is_back():
+    from hopzero.train import _ReplayWatch
+
+    watch = _ReplayWatch()
+    said = [watch.update(stats) for stats in (
+        {"replay_unreachable_s": 0.0}, {"replay_unreachable_s": 3.2}, {}, {"replay_unreachable_s": 9.0},
+        {"replay_unreachable_s": 0.0}, {"replay_unreachable_s": 0.0})]
+    assert [len(lines) for lines in said] == [0, 1, 0, 0, 1, 0]
+    assert said[1][0].startswith("Redis of the replay buffer unreachable for 3 s") and "Start Redis again" in said[1][0]
+    assert said[4][0].startswith("Redis of the replay buffer reachable again")

@@ -104,13 +104,20 @@ def test_whole_star2_games_refereed_move_by_move(engine, players, seeds):
         cells = [int(c) for c in text.split("-")]
         state.play((cells[0], cells[-1]))
     assert state.is_terminal() and (state.result(), state.end_reason) == (ref.result(), ref.end_reason)
-    # both engines kept the game (the repetition draw needs its history) and know it is over
+    # both engines kept the game (the repetition draw needs its history) and know it is over; one
+    # over only by its history plays on from the position, which a referee may still judge open
     engines[0].send(_cells_command(ref))
     engines[1].send("position startpos moves " + " ".join(sent))
     for e in engines:
         e.send("go nodes 1")
         lines = e.until("bestmove")
-        assert lines == [f"info string error the game is over (result {ref.result():+d})", "bestmove pass"], lines
+        if ref.end_reason == "repetition":
+            assert lines[0] == ("info string the game is over in this engine's history (repetition, result +0); "
+                                "the position has legal moves: playing on from it"), lines
+            path = [int(c) for c in lines[-1].split()[1].split("-")]
+            assert (path[0], path[-1]) in ReferenceState(RULES, ref.board, ref.to_move, ref.ply).legal_moves()
+        else:
+            assert lines == [f"info string error the game is over (result {ref.result():+d})", "bestmove pass"], lines
         assert e.close() == 0
         assert "Traceback" not in e.stderr()
 
@@ -129,7 +136,9 @@ def _shuffle_to_repetition() -> list[tuple[int, int]]:
 
 def test_the_repetition_draw_needs_the_history_the_engine_kept(engine):
     """Positions sent one by one build the history: at the third occurrence of the start position
-    the game is over for the engine that followed it, and not for one that sees it cold."""
+    the game is over for the engine that followed it, and not for one that sees it cold. The
+    follower says so, and answers a legal move all the same: the position has moves, and a
+    referee that judges positions alone plays on."""
     moves = _shuffle_to_repetition()
     follower = engine("--preset", "star2", "--player", "greedy")
     state = new_state(RULES)
@@ -138,18 +147,23 @@ def test_the_repetition_draw_needs_the_history_the_engine_kept(engine):
         state.play(m)
         follower.send(_cells_command(state))
     assert state.is_terminal() and state.end_reason == "repetition" and state.ply == 8
+    belief = ("info string the game is over in this engine's history (repetition, result +0); "
+              "the position has legal moves: playing on from it")
     follower.send("go nodes 1")
-    assert follower.until("bestmove") == ["info string error the game is over (result +0)", "bestmove pass"]
+    lines = follower.until("bestmove")
+    assert lines[0] == belief, lines
+    path = [int(c) for c in lines[-1].split()[1].split("-")]
+    assert (path[0], path[-1]) in new_state(RULES).legal_moves()
     cold = engine("--preset", "star2", "--player", "greedy")
     cold.send(_cells_command(state))
     cold.send("go nodes 1")
-    path = _bestmove_path(cold)
-    assert (path[0], path[-1]) in new_state(RULES).legal_moves()  # for it the start position is new
+    lines = cold.until("bestmove")
+    assert not any(line.startswith("info string") for line in lines), lines  # for it the start is new
     # the moves form gives the history in one line, also as hop paths or plain ends
     told = engine("--preset", "star2", "--player", "greedy")
     told.send("position startpos moves " + " ".join(f"{s}-{e}" for s, e in moves))
     told.send("go nodes 1")
-    assert told.until("bestmove")[-1] == "bestmove pass"
+    assert told.until("bestmove")[0] == belief
     for e in (follower, cold, told):
         assert e.close() == 0
 

@@ -40,6 +40,8 @@ import train_helpers
 from replay_helpers import games_key
 import yaml
 
+from learner.replay.redis_url import with_password
+
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 ENV_EXAMPLE = REPO / ".env.example"
@@ -101,9 +103,16 @@ def write_env_file(path: Path, values: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def example_model() -> dict[str, Any]:
-    """The model with .env.example, every profile on: all services."""
-    return resolved_model(ENV_EXAMPLE, (GPU_PROFILE,))
+def example_env(tmp_path_factory) -> Path:
+    """.env.example with its three secrets set (it ships them empty, so that Compose stops)."""
+    return write_env_file(tmp_path_factory.mktemp("env") / "example.env",
+                          {**read_env_file(ENV_EXAMPLE), **{name: secrets.token_hex(24) for name in SECRETS}})
+
+
+@pytest.fixture(scope="module")
+def example_model(example_env) -> dict[str, Any]:
+    """The model with .env.example and its secrets set, every profile on: all services."""
+    return resolved_model(example_env, (GPU_PROFILE,))
 
 
 def ray_services(model: dict[str, Any]) -> list[str]:
@@ -129,8 +138,8 @@ def gpu_reservations(service: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("profiles", [(), (GPU_PROFILE,)], ids=["default", "gpu"])
-def test_compose_file_is_valid_with_the_example_env(profiles):
-    result = run_compose("config", "--quiet", env_file=ENV_EXAMPLE, profiles=profiles)
+def test_compose_file_is_valid_with_the_example_env(example_env, profiles):
+    result = run_compose("config", "--quiet", env_file=example_env, profiles=profiles)
     assert result.returncode == 0, result.stderr
     assert "WARN" not in result.stderr, result.stderr
 
@@ -192,9 +201,9 @@ def _require_the_gpu_worker(doc: dict[str, Any]) -> None:
     doc["services"]["trainer"]["depends_on"]["ray-gpu-worker"]["required"] = True
 
 
-def test_an_unchanged_copy_is_valid(tmp_path):
+def test_an_unchanged_copy_is_valid(tmp_path, example_env):
     """The control for the broken copies: parsing and writing back alone breaks nothing."""
-    result = run_compose("config", "--quiet", env_file=ENV_EXAMPLE, compose_file=_broken_copy(tmp_path, lambda d: None))
+    result = run_compose("config", "--quiet", env_file=example_env, compose_file=_broken_copy(tmp_path, lambda d: None))
     assert result.returncode == 0, result.stderr
 
 
@@ -204,8 +213,8 @@ def test_an_unchanged_copy_is_valid(tmp_path):
     # Why the trainer's dependency on the GPU worker says `required: false`.
     (_require_the_gpu_worker, 'depends on undefined service "ray-gpu-worker"'),
 ], ids=["undefined-service", "undefined-volume", "gpu-worker-required-without-profile"])
-def test_the_binary_catches_a_broken_file(tmp_path, breaking, message):
-    result = run_compose("config", "--quiet", env_file=ENV_EXAMPLE, compose_file=_broken_copy(tmp_path, breaking))
+def test_the_binary_catches_a_broken_file(tmp_path, example_env, breaking, message):
+    result = run_compose("config", "--quiet", env_file=example_env, compose_file=_broken_copy(tmp_path, breaking))
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
 
@@ -216,21 +225,24 @@ def test_redis_is_not_published(example_model):
     assert redis_service.get("network_mode") in (None, "")
 
 
-def test_gpu_reservations_exist_only_in_the_gpu_profile(example_model):
+def test_gpu_reservations_exist_only_in_the_gpu_profile(example_model, example_env):
     reserving = {name for name, s in example_model["services"].items() if gpu_reservations(s)}
     assert reserving, "the gpu profile reserves no GPU"
     for name in reserving:
         assert GPU_PROFILE in (example_model["services"][name].get("profiles") or []), name
-    default = resolved_model(ENV_EXAMPLE)
+    default = resolved_model(example_env)
     assert not {name for name, s in default["services"].items() if gpu_reservations(s)}
     assert reserving.isdisjoint(default["services"])
 
 
 def test_every_service_has_a_restart_policy(example_model):
     for name, service in example_model["services"].items():
-        assert service.get("restart") in ("always", "unless-stopped", "on-failure"), name
+        if name == "secrets-check":  # one shot: it checks and exits
+            assert service.get("restart") == "no"
+            continue
+        assert service.get("restart", "").partition(":")[0] in ("always", "unless-stopped", "on-failure"), name
     # A finished run exits 0 and must stay finished: `always` would train it again.
-    assert example_model["services"]["trainer"]["restart"] == "on-failure"
+    assert example_model["services"]["trainer"]["restart"].startswith("on-failure")
 
 
 def test_health_checks_order_the_start(example_model):
@@ -604,6 +616,9 @@ def trained(tmp_path_factory) -> Iterator[Trained]:
     root = Path(tempfile.mkdtemp(prefix="hzc", dir="/tmp"))
     (tmp / "logs").mkdir()
     stack = LocalStack(Localizer(model, root), tmp / "logs")
+    check = subprocess.run(stack.localizer.argv("secrets-check"), env=stack.localizer.env("secrets-check", stack.marker),
+                           cwd=tmp, capture_output=True, text=True, timeout=60, check=False)
+    assert check.returncode == 0, check.stderr  # what every service waits for
     try:
         stack.start("redis")
         stack.start("ray-head")
@@ -617,9 +632,11 @@ def trained(tmp_path_factory) -> Iterator[Trained]:
         except subprocess.TimeoutExpired:
             pytest.fail(f"the trainer did not finish within {TRAIN_TIMEOUT_S} s:\n{stack.log_tail('trainer')}")
         command = model["services"]["trainer"]["command"]
+        url = stack.localizer.text("trainer", command[command.index("--redis-url") + 1])
+        assert password not in url, "the password belongs in the trainer's environment, not its command"
         yield Trained(stack, returncode, stack.log_tail("trainer", 20000),
                       Path(stack.localizer.text("trainer", command[command.index("--run-dir") + 1])),
-                      stack.localizer.text("trainer", command[command.index("--redis-url") + 1]), password)
+                      with_password(url, password), password)
     finally:
         stack.stop()
         shutil.rmtree(root, ignore_errors=True)

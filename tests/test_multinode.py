@@ -35,9 +35,11 @@ from ray_nodes import LocalCluster, RayNode, cluster_env, wait_for
 from replay_helpers import games_key
 
 from hopzero.config import load_config
+from hopzero.redis_server import LocalRedis
 from hopzero.rundir import RunDir
 from hopzero.train import LEARNER_RESOURCE, plan_placement
 from learner.records import decode_record
+from learner.replay.redis_url import PASSWORD_ENV
 
 # -- plan_placement ------------------------------------------------------------------------------
 
@@ -138,15 +140,16 @@ def _hopzero() -> list[str]:
     return [str(beside)] if beside.is_file() else [sys.executable, "-m", "hopzero.cli"]
 
 
-def _start_driver(cluster: LocalCluster, redis_url: str, run_dir: Path) -> subprocess.Popen[bytes]:
-    """``hopzero train`` joining the cluster, as on a real one; its output goes to files beside the run."""
+def _start_driver(cluster: LocalCluster, server: LocalRedis, run_dir: Path) -> subprocess.Popen[bytes]:
+    """``hopzero train`` joining the cluster, as on a real one (the Redis password in its
+    environment, not its command line); its output goes to files beside the run."""
     args = [*_hopzero(), "train", "--config", "demo", "--preset", "cc49", "--ray-address", cluster.address,
-            "--redis-url", redis_url, "--seed", "1", "--run-dir", str(run_dir), "--json"]
+            "--redis-url", server.address, "--seed", "1", "--run-dir", str(run_dir), "--json"]
     for setting in TINY:
         args += ["--set", setting]
+    env = {**cluster_env(), PASSWORD_ENV: server.password()}
     with open(run_dir.parent / "driver.out", "wb") as out, open(run_dir.parent / "driver.err", "wb") as err:
-        return subprocess.Popen(args, cwd=cluster.root, env=cluster_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err)
+        return subprocess.Popen(args, cwd=cluster.root, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
 
 
 def _games_by_actor(url: str, stream: str, after: str = "-") -> Counter[str]:
@@ -193,7 +196,7 @@ def test_components_are_placed_by_resources_and_the_run_survives_a_node_leaving(
     assert all(ids.values()), f"a raylet without a node id: {ids}"
 
     run_dir = tmp_path / "run"
-    driver = _start_driver(cluster, redis_server.url, run_dir)
+    driver = _start_driver(cluster, redis_server, run_dir)
     try:
         _check_placement_and_failover(cluster, redis_server.url, run_dir, driver, ids, w2)
         driver.send_signal(signal.SIGINT)  # Ctrl-C: the driver's clean stop, which prints the summary

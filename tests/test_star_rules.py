@@ -201,7 +201,7 @@ def test_compact121_round_trip_of_the_start():
         ("0" * 10 + "." * 101 + "1" * 10 + " x", "player to move 'x' is unknown"),
         ("0" * 10 + "." * 100 + "2" + "1" * 10 + " 0", "cell 110 holds player 2, but the game has 2 players"),
         ("0" * 10 + "." * 100 + "x" + "1" * 10 + " 0", "cell 110: 'x' is not '.' or a player digit"),
-        ("0" * 10 + "." * 101 + "1" * 10 + " 0 -3", "ply count '-3' must be a non-negative integer"),
+        ("0" * 10 + "." * 101 + "1" * 10 + " 0 -3", "ply count -3 must be at least 0"),
         ("0" * 10 + "." * 101 + "1" * 10 + " 0 \u0663", "ply count"),  # an Arabic-Indic digit
         ("0" * 10 + "." * 101 + "1" * 10, "must be '<COMPACT121> <player> \\[ply\\]'"),
     ],
@@ -220,7 +220,7 @@ def test_star_moves_and_paths_as_text():
     assert parse_star_path(STAR2, "3-14") == (3, 14)
     assert parse_star_path(STAR2, "1-12-25") == (1, 12, 25)
     assert format_star_path([1, 12, 25]) == "1-12-25"
-    for bad, words in (("3", "joined by '-'"), ("3-121", "off the board"), ("3--4", "move cell ''"), ("a-4", "'a'")):
+    for bad, words in (("3", "joined by '-'"), ("3-121", "at most 120"), ("3--4", "cell ''"), ("a-4", "'a'"), ("pass", "no pass")):
         with pytest.raises(NotationError, match=words):
             parse_star_path(STAR2, bad)
 

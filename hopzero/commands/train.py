@@ -24,7 +24,10 @@ def add_parser(sub: Any) -> None:
                    help="change a config field, e.g. --set learner.lr=0.01 (repeatable)")
     p.add_argument("--ray-address", metavar="ADDR", default=None, help="join this Ray cluster (default: local Ray)")
     p.add_argument("--redis-url", metavar="URL", default=None,
-                   help="use this Redis as the replay buffer (implies --set replay.backend=redis)")
+                   help="use this Redis as the replay buffer (implies --set replay.backend=redis); no password "
+                        "in it: the password comes from $HOPZERO_REDIS_PASSWORD or --redis-password-file")
+    p.add_argument("--redis-password-file", metavar="FILE", default=None,
+                   help="the Redis password, on the first line of FILE (instead of $HOPZERO_REDIS_PASSWORD)")
     p.add_argument("--seed", type=int_arg(0), default=None, metavar="S", help="seed (default: the config's, 0)")
     p.add_argument("--run-dir", metavar="DIR", default=None,
                    help="run directory (default runs/CONFIG-PRESET); an existing one is resumed")
@@ -42,19 +45,23 @@ def run(args: argparse.Namespace) -> int:
     # (a `&` in a script): loading the config imports torch, which takes seconds.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from hopzero.config import ConfigError, load_config
-    from hopzero.train import TrainingFailed, train
+    from hopzero.train import TrainingFailed, redis_password, refuse_password_in_url, train
 
     overrides = list(args.overrides)
     if args.redis_url:
         overrides.append("replay.backend=redis")
     try:
+        if args.redis_url:
+            refuse_password_in_url(args.redis_url, "--redis-url")
+        password = redis_password(args.redis_password_file)
         config = load_config(args.config, preset_name=args.preset, overrides=overrides, seed=args.seed)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     run_dir = args.run_dir or os.path.join("runs", f"{config.name}-{config.preset}")
     try:
         summary = train(config, run_dir=run_dir, ray_address=args.ray_address, redis_url=args.redis_url,
-                        init_model=args.init_model, out=sys.stderr if args.json else sys.stdout)
+                        redis_password=password, init_model=args.init_model,
+                        out=sys.stderr if args.json else sys.stdout)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     except TrainingFailed as exc:  # a component kept failing: the run stopped, not the user's typing

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from plumbing.fields import check_fields, checked
+from plumbing.fields import FieldError, check_fields, checked
+
+from .redis_url import PASSWORD_ADVICE, has_password, redact_url
 
 __all__ = ["ReplayConfig", "check_key_prefix"]
 
@@ -26,7 +28,9 @@ class ReplayConfig:
     """``memory`` (in-process, held by a Ray actor: the embedded default) or ``redis``."""
     redis_url: str = checked("", test=_redis_url, means="empty or a redis://, rediss:// or unix:// URL",
                              bad=("localhost:6379",))
-    """``redis://host:port/db``; empty with backend ``redis`` starts a local ``redis-server``."""
+    """``redis://host:port/db``; empty with backend ``redis`` starts a local ``redis-server``. Never
+    with a password: the configuration is written to ``config.yaml``, hashed and kept in every
+    checkpoint (the password comes from the environment or a file: ``redis_url.PASSWORD_ADVICE``)."""
     window_positions: int = checked(200_000, ge=1)
     """Sliding window, in positions (paper: the last episode's ~7,000 examples)."""
     min_positions: int = checked(2_000, ge=0)
@@ -55,6 +59,9 @@ class ReplayConfig:
     each self-play step). An actor finishing one game a second sends ~5 per round trip."""
 
     def __post_init__(self) -> None:
+        # Before the generic check, whose message would echo the password.
+        if isinstance(self.redis_url, str) and has_password(self.redis_url):
+            raise FieldError("redis_url", f"must not hold a password ({redact_url(self.redis_url)}): {PASSWORD_ADVICE}")
         check_fields(self)
 
     def key_prefix_for(self, run_id: str) -> str:

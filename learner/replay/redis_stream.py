@@ -46,6 +46,7 @@ from redis.retry import Retry
 from learner.records import GameRecord, encode_record
 
 from .reader_base import Backoff, Clock, ReaderBase, log_often
+from .redis_url import redact_url
 
 __all__ = ["ForeignRunError", "RedisReplay", "connect", "foreign_message", "redact_url"]
 
@@ -87,16 +88,6 @@ def foreign_message(prefix: str, owner: str, run_id: str) -> str:
     return (f"Redis key prefix {prefix!r} belongs to run {owner!r}, not to run {run_id!r}: set another "
             f"replay.key_prefix (empty, the default, gives each run its own) or delete the old run's keys "
             f"(redis-cli DEL {prefix}:run {prefix}:games)")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password, if any, replaced by ``***`` (for messages and logs)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not sep or not at:
-        return url
-    user, colon, _password = creds.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}@{host}"
 
 
 def connect(url: str, *, socket_timeout: float = 5.0) -> redis.Redis:
@@ -179,6 +170,7 @@ class RedisReplay(ReaderBase):
         self.added = 0
         self.dropped = 0
         self.connection_errors = 0
+        self._down_since: float | None = None  # clock time of the first failure of an outage
         # reader side
         self._cursor = (0, 0)
         self._incarnation: str | None = None  # the buffer being followed
@@ -190,15 +182,25 @@ class RedisReplay(ReaderBase):
 
     def _down(self, what: str, exc: Exception) -> None:
         self.connection_errors += 1
+        if self._down_since is None:
+            self._down_since = self.clock()
         delay = self.backoff.failed()
         if log_often(self.backoff.failures):
             log.warning("replay: Redis unreachable during %s (%s: %s); retry in %.2fs (failure %d)",
                         what, type(exc).__name__, exc, delay, self.backoff.failures)
 
     def _up(self) -> None:
-        if self.backoff.failures:
-            log.info("replay: Redis reachable again after %d failed attempts", self.backoff.failures)
+        if self._down_since is not None:
+            log.warning("replay: Redis reachable again after %.0f s (%d failed attempts)",
+                        self.clock() - self._down_since, self.backoff.failures)
+            self._down_since = None
         self.backoff.succeeded()
+
+    @property
+    def unreachable_s(self) -> float:
+        """How long Redis has been unreachable (since the first failed call of this outage); 0
+        while it answers."""
+        return 0.0 if self._down_since is None else max(self.clock() - self._down_since, 0.0)
 
     def _run_args(self) -> list[Any]:
         return [self.run_id, secrets.token_hex(8), str(time.time()), self.max_records]
@@ -396,4 +398,5 @@ class RedisReplay(ReaderBase):
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "cursor": _sid_str(self._cursor), "missed": self.missed, "added": self.added,
                 "pending": len(self._pending), "dropped": self.dropped,
-                "connection_errors": self.connection_errors, "foreign_run": self._foreign}
+                "connection_errors": self.connection_errors, "unreachable_s": round(self.unreachable_s, 1),
+                "foreign_run": self._foreign}
