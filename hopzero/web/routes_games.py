@@ -1,0 +1,268 @@
+"""The rooms: new games, joining a seat, moves, the room's live feed, kept games and game files.
+
+HTTP changes a room; every page on it hears the change over its websocket ``/ws/rooms/{id}``
+(docs/WEB.md lists the routes and the messages). A change that is refused answers
+``{"error": "..."}`` with status 400 (404 for a game the server does not have) and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, WebSocket
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import ValidationError
+
+from ccengine import PASS
+from learner.records import versions_now
+
+from .game import GameError
+from .gamefile import GameFileError, game_document, moves_text, read_game
+from .hall import Watcher
+from .limits import ChoiceError
+from .messages import (
+    Auth,
+    EngineSeatRequest,
+    MoveRequest,
+    NewGame,
+    PositionRequest,
+    SettingsRequest,
+    TakeRequest,
+    TokenRequest,
+    room_message,
+    validation_text,
+)
+from .rooms import Room, RoomSettings
+from .seats import ENGINE, PERSON, Seat, new_token, token_hash
+from .server import Server, rules_of
+from .sockets import SocketTasks, next_text, sender
+
+__all__ = ["error", "guard", "router"]
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def guard(fn: Callable[[], Any]) -> Any:
+    """``fn()``, or its refusal as an error response (404 for what does not exist)."""
+    try:
+        return fn()
+    except LookupError as exc:
+        return error(404, str(exc.args[0]) if exc.args else "not found")
+    except (GameError, ChoiceError) as exc:  # RoomError and GameFileError are GameError / ValueError
+        return error(400, str(exc))
+
+
+def _public_seats(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"seat": i, "kind": s["kind"], "label": s.get("label") or s.get("name") or "person"}
+            for i, s in enumerate(stored)]
+
+
+def router(server: Server) -> APIRouter:
+    """The rooms' routes over ``server``."""
+    api = APIRouter()
+    hall, engines = server.hall, server.engines
+
+    def room_reply(target: Room, **extra: Any) -> dict[str, Any]:
+        return {"id": target.id, "version": target.version, **extra}
+
+    # -- lists ----------------------------------------------------------------------------------
+
+    @api.get("/api/games/finished")
+    async def finished(offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
+                       limit: Annotated[int, Query(ge=1, le=100)] = 30) -> Any:
+        games = server.store.summaries(finished=True, limit=limit, offset=offset)
+        for g in games:
+            g["seats"] = _public_seats(g["seats"])
+        return {"games": games, "counts": server.store.counts(), "keep_days": server.limits.keep_days}
+
+    @api.get("/api/games/summaries")
+    async def summaries(ids: Annotated[str, Query(max_length=50 * 40)] = "") -> Any:
+        wanted = [i for i in ids.split(",") if 0 < len(i) <= 40][:50]
+        games = server.store.summaries(ids=wanted) if wanted else []
+        for g in games:
+            g["seats"] = _public_seats(g["seats"])
+        return {"games": games}
+
+    # -- a new room -------------------------------------------------------------------------------
+
+    @api.post("/api/games")
+    async def new_game(body: NewGame) -> Any:
+        def run() -> dict[str, Any]:
+            rules = rules_of(body.preset)
+            if body.seats is None:
+                seats = hall.default_seats(rules)
+            else:
+                if len(body.seats) != rules.players:
+                    raise ChoiceError(f"seats: {rules.name} has {rules.players} seats, the request {len(body.seats)}")
+                seats = []
+                for request in body.seats:
+                    if request.kind == PERSON:
+                        seats.append(Seat(kind=PERSON))
+                    else:
+                        choice = request.engine if request.engine is not None else hall.default_engine(rules)
+                        seats.append(Seat(kind=ENGINE, engine=engines.resolve(choice, rules)))
+            people = [i for i, s in enumerate(seats) if s.kind == PERSON]
+            take = people[:1] if body.take is None else sorted(set(body.take))
+            for seat in take:
+                if seat not in people:
+                    raise ChoiceError(f"take: seat {seat} is not a person's seat")
+            room, creator, tokens = hall.create(rules, seats, body.settings, take, body.name, body.position)
+            return room_reply(room, creator=creator, tokens={str(s): t for s, t in tokens.items()},
+                              room=room.snapshot())
+
+        return guard(run)
+
+    @api.post("/api/games/import")
+    async def import_game(request: Request) -> Any:
+        data = await request.body()
+
+        def run() -> dict[str, Any]:
+            loaded = read_game(data)
+            rules = loaded.game.rules
+            seats = []
+            for fs in loaded.seats:
+                if fs.kind == ENGINE and fs.engine is not None:
+                    try:
+                        seats.append(Seat(kind=ENGINE, engine=engines.resolve(fs.engine, rules)))
+                        continue
+                    except ChoiceError:  # not offered here: the seat is a person's, named after the engine
+                        pass
+                seats.append(Seat(kind=PERSON, name=(fs.name or fs.label or "")[:24] or None))
+            creator = new_token()
+            now = time.time()
+            room = Room(id=hall.new_id(), game=loaded.game, seats=seats, settings=RoomSettings(),
+                        creator=token_hash(creator), analyst=engines.analyst(rules),
+                        created=loaded.created or now, updated=now, finished=now if loaded.game.over else None,
+                        evals=loaded.evals)
+            tokens = {}
+            if not loaded.game.over:
+                for i, seat in enumerate(seats):
+                    if seat.kind == PERSON:
+                        tokens[str(i)] = new_token()
+                        room.take(i, tokens[str(i)], seat.name)
+            hall.add(room)
+            return room_reply(room, creator=creator, tokens=tokens, room=room.snapshot())
+
+        try:
+            return run()
+        except GameFileError as exc:
+            return error(400, f"game file: {exc}")
+        except ChoiceError as exc:
+            return error(400, str(exc))
+
+    # -- one room ---------------------------------------------------------------------------------
+
+    @api.get("/api/games/{room_id}")
+    async def get_room(room_id: str) -> Any:
+        return guard(lambda: {"room": hall.get(room_id).snapshot()})
+
+    def change(room_id: str, act: Callable[[Room], Any], *, rewritten: bool = False) -> Any:
+        def run() -> dict[str, Any]:
+            room = hall.get(room_id)
+            extra = act(room) or {}
+            hall.commit(room, rewritten=rewritten)
+            return room_reply(room, **extra)
+
+        return guard(run)
+
+    @api.post("/api/games/{room_id}/move")
+    async def move(room_id: str, body: MoveRequest) -> Any:
+        def run() -> dict[str, Any]:
+            room = hall.get(room_id)
+            mv = PASS if tuple(body.move) == PASS else (int(body.move[0]), int(body.move[1]))
+            record = room.person_move(body.seat, body.token, mv, body.version)
+            hall.commit(room, moved=record)
+            return room.moved(record)
+
+        return guard(run)
+
+    @api.post("/api/games/{room_id}/undo")
+    async def undo(room_id: str, body: TokenRequest) -> Any:
+        return change(room_id, lambda r: {"taken": r.undo(body.tokens)}, rewritten=True)
+
+    @api.post("/api/games/{room_id}/position")
+    async def position(room_id: str, body: PositionRequest) -> Any:
+        return change(room_id, lambda r: r.new_start(body.tokens, body.text), rewritten=True)
+
+    @api.post("/api/games/{room_id}/resign")
+    async def resign(room_id: str, body: Auth) -> Any:
+        return change(room_id, lambda r: r.resign(body.seat, body.token))
+
+    @api.post("/api/games/{room_id}/seats/{seat}/take")
+    async def take(room_id: str, seat: int, body: TakeRequest) -> Any:
+        token = new_token()
+
+        def act(room: Room) -> dict[str, Any]:
+            room.take(seat, token, body.name)
+            return {"seat": seat, "token": token}
+
+        return change(room_id, act)
+
+    @api.post("/api/games/{room_id}/seats/{seat}/engine")
+    async def to_engine(room_id: str, seat: int, body: EngineSeatRequest) -> Any:
+        return change(room_id, lambda r: r.to_engine(seat, body.token, engines.resolve(body.engine, r.rules)))
+
+    @api.post("/api/games/{room_id}/seats/{seat}/person")
+    async def to_person(room_id: str, seat: int, body: TokenRequest) -> Any:
+        return change(room_id, lambda r: r.to_person(seat, body.creator))
+
+    @api.post("/api/games/{room_id}/settings")
+    async def settings(room_id: str, body: SettingsRequest) -> Any:
+        return change(room_id, lambda r: r.configure(body.creator, body.settings))
+
+    @api.post("/api/games/{room_id}/retry")
+    async def retry(room_id: str) -> Any:
+        return change(room_id, lambda r: r.retry())
+
+    @api.get("/api/games/{room_id}/download")
+    async def download(room_id: str, format: Literal["json", "moves"] = "json") -> Any:
+        def run() -> Any:
+            room = hall.get(room_id)
+            name = f"hopzero-{room.rules.name}-{room.id[:8]}"
+            if format == "moves":
+                return PlainTextResponse(moves_text(room),
+                                         headers={"Content-Disposition": f'attachment; filename="{name}.txt"'})
+            return JSONResponse(game_document(room, versions_now()),
+                                headers={"Content-Disposition": f'attachment; filename="{name}.json"'})
+
+        return guard(run)
+
+    # -- the live feed ----------------------------------------------------------------------------
+
+    @api.websocket("/ws/rooms/{room_id}")
+    async def room_feed(websocket: WebSocket, room_id: str) -> None:
+        await websocket.accept()
+        tasks = SocketTasks()
+        watcher = Watcher()
+
+        def say(text: str) -> None:
+            watcher.send({"type": "error", "id": room_id, "error": text})
+
+        try:
+            room = hall.get(room_id)
+            hall.watch(room, watcher)
+        except (LookupError, ChoiceError) as exc:
+            await websocket.send_json({"type": "error", "id": room_id, "error": str(exc.args[0]), "gone": True})
+            await websocket.close()
+            return
+        tasks.start(sender(websocket, watcher.queue))
+        try:
+            while (text := await next_text(websocket, server.limits.max_body_bytes, say)) is not None:
+                try:
+                    hello = room_message(text)
+                except ValidationError as exc:
+                    say(f"invalid message: {validation_text(exc)}")
+                    continue
+                hall.claim(room, watcher, hello.tokens)
+        except (RuntimeError, OSError):  # the transport went away mid-read
+            pass
+        finally:
+            hall.unwatch(room, watcher)
+            await tasks.close()
+
+    return api
+
