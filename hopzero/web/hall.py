@@ -7,9 +7,8 @@ nobody watches beyond ``Limits.max_rooms``. Every change of a room goes through
 (:class:`hopzero.web.turns.Turns`), send it to every page on the room, ask for the evaluations
 it lacks (:class:`hopzero.web.evals.Evaluations`).
 
-A page on a room is a :class:`Watcher`: a bounded queue of messages that the page's socket
-sends. A page that cannot keep up (its queue full) is disconnected, and reconnects with the room
-as it is: a slow page never makes the server hold an ever longer backlog.
+A page on a room is a :class:`Watcher`: the outbox of its socket
+(:class:`hopzero.web.sockets.Outbox`) and the seats its secrets hold.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from typing import Any
 from ccengine import preset
 from ccengine.rules import Rules, RulesError
 
-from .analysis import compact
 from .engines import EngineChoice, Engines
 from .evals import Evaluations
 from .game import Game, GameError, MoveRecord
@@ -31,37 +29,24 @@ from .limits import ChoiceError, Limits
 from .rooms import Room, RoomSettings
 from .searches import Pools
 from .seats import ENGINE, PERSON, Seat, new_token, token_hash
+from .sockets import Outbox
 from .store import GameRow, Store
 from .turns import Turns
 
-__all__ = ["EXPIRE_EVERY_S", "Hall", "Watcher", "WATCHER_QUEUE"]
+__all__ = ["EXPIRE_EVERY_S", "Hall", "Watcher"]
 
-#: Messages a page may have waiting before it is disconnected as too slow.
-WATCHER_QUEUE = 512
 #: How often old games are deleted (seconds).
 EXPIRE_EVERY_S = 3600.0
 #: A room's id: random bytes (URL-safe text), unguessable.
 ROOM_ID_BYTES = 12
 
 
-class Watcher:
-    """One page's socket on a room: its outgoing messages and the seats its secrets hold."""
+class Watcher(Outbox):
+    """One page's socket on a room: its outbox and the seats its secrets hold."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(maxsize=WATCHER_QUEUE)
+        super().__init__()
         self.seats: set[int] = set()
-        self.dropped = False
-
-    def send(self, message: dict[str, Any] | None) -> None:
-        if self.dropped:
-            return
-        try:
-            self.queue.put_nowait(message)
-        except asyncio.QueueFull:  # too slow: end its socket (None), it reconnects to a fresh room
-            self.dropped = True
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queue.put_nowait(None)
 
 
 class Hall:
@@ -152,7 +137,7 @@ class Hall:
         seats = [self._seat_of(s, rules) for s in row.seats]
         room = Room(id=row.id, game=game, seats=seats, settings=RoomSettings(**row.settings), creator=row.creator,
                     analyst=self.engines.analyst(rules), created=row.created, updated=row.updated,
-                    finished=row.finished, line=row.line, evals=dict(row.evals))
+                    finished=row.finished, line=row.line, evals=dict(row.evals), version=row.version)
         return room
 
     def create(self, rules: Rules, seats: list[Seat], settings: RoomSettings, take: list[int], name: str | None,
@@ -216,6 +201,7 @@ class Hall:
 
     def _engine_failed(self, room: Room) -> None:
         room.version += 1
+        self.store.update(room.row())
         self.broadcast(room, self.room_message(room))
 
     def evaluated(self, room: Room, ply: int, record: dict[str, Any]) -> None:
@@ -253,13 +239,7 @@ class Hall:
         self.broadcast(room, {"type": "clock", "id": room.id, "version": room.version,
                               "deadline_in": None if room.deadline is None else round(room.deadline - time.time(), 2)})
 
-    # -- reading ----------------------------------------------------------------------------------------
-
-    def evaluation(self, room: Room, ply: int) -> dict[str, Any] | None:
-        return room.evals.get(ply)
-
-    def graph(self, room: Room) -> dict[str, Any]:
-        return {"line": room.line, "evals": compact(room.evals), "marks": room.marks()}
+    # -- defaults ---------------------------------------------------------------------------------------
 
     def default_seats(self, rules: Rules) -> list[Seat]:
         """A person in seat 0 and the preset's default engine in the others (the ``&play`` link)."""

@@ -309,5 +309,5 @@ class Room:
             id=self.id, preset=self.rules.name, rules=self.rules.to_dict(), start=self.game.start_text(),
             seats=[s.stored() for s in self.seats], settings=self.settings.model_dump(), creator=self.creator,
             created=self.created, updated=self.updated, finished=self.finished, result=result,
-            resigned=self.game.resigned, line=self.line, plies=self.game.plies,
+            resigned=self.game.resigned, line=self.line, plies=self.game.plies, version=self.version,
         )

@@ -20,16 +20,14 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
-from pydantic import ValidationError
 
 from .analysis import evaluation
-from .hall import Watcher
 from .limits import ChoiceError
-from .messages import AnalysisMessage, StopMessage, analysis_message, validation_text
+from .messages import AnalysisMessage, StopMessage, analysis_message
 from .rooms import Room
 from .routes_games import guard
 from .server import Server
-from .sockets import SocketTasks, next_text, sender
+from .sockets import PageSocket
 from .thinking import Thought, think
 from .turns import PROGRESS_EVERY_S, move_seed
 
@@ -39,11 +37,11 @@ __all__ = ["router"]
 class _Session:
     """One page's analysis socket: its running search and its place among the searches."""
 
-    def __init__(self, server: Server, room_id: str, out: Watcher, tasks: SocketTasks) -> None:
+    def __init__(self, server: Server, page: PageSocket) -> None:
         self.server = server
-        self.room_id = room_id
-        self.out = out
-        self.tasks = tasks
+        self.room_id = str(page.websocket.path_params["room_id"])
+        self.page = page
+        self.out = page.out
         self.running: asyncio.Task[None] | None = None
         self.stop = threading.Event()
         self.has_slot = False
@@ -51,7 +49,7 @@ class _Session:
         self.handing_over = False
 
     def error(self, text: str, req: int | None = None) -> None:
-        self.out.send({"type": "error", "id": self.room_id, "req": req, "error": text})
+        self.page.say(text, req=req)
 
     async def handle(self, msg: AnalysisMessage | StopMessage) -> None:
         if isinstance(msg, StopMessage):
@@ -79,7 +77,7 @@ class _Session:
                 return
             self.has_slot = True
         self.stop = threading.Event()
-        self.running = self.tasks.start(self._analyse(room, msg, self.stop))
+        self.running = self.page.tasks.start(self._analyse(room, msg, self.stop))
 
     async def _analyse(self, room: Room, msg: AnalysisMessage, stop: threading.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -150,23 +148,13 @@ def router(server: Server) -> APIRouter:
     @api.websocket("/ws/analysis/{room_id}")
     async def analysis_feed(websocket: WebSocket, room_id: str) -> None:
         await websocket.accept()
-        tasks = SocketTasks()
-        out = Watcher()
-        session = _Session(server, room_id, out, tasks)
-        tasks.start(sender(websocket, out.queue))
+        page = PageSocket(websocket, server.limits.max_body_bytes, id=room_id)
+        session = _Session(server, page)
+
         try:
-            while (text := await next_text(websocket, server.limits.max_body_bytes, session.error)) is not None:
-                try:
-                    msg = analysis_message(text)
-                except ValidationError as exc:
-                    session.error(f"invalid message: {validation_text(exc)}")
-                    continue
-                await session.handle(msg)
-        except (RuntimeError, OSError):
-            pass
+            await page.serve(analysis_message, session.handle)
         finally:
             session.close()
-            await tasks.close()
 
     return api
 

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, WebSocket
 from fastapi.responses import JSONResponse, PlainTextResponse
-from pydantic import ValidationError
 
 from ccengine import PASS
 from learner.records import versions_now
@@ -26,6 +25,7 @@ from .limits import ChoiceError
 from .messages import (
     Auth,
     EngineSeatRequest,
+    HelloMessage,
     MoveRequest,
     NewGame,
     PositionRequest,
@@ -33,12 +33,11 @@ from .messages import (
     TakeRequest,
     TokenRequest,
     room_message,
-    validation_text,
 )
 from .rooms import Room, RoomSettings
 from .seats import ENGINE, PERSON, Seat, new_token, token_hash
 from .server import Server, rules_of
-from .sockets import SocketTasks, next_text, sender
+from .sockets import PageSocket
 
 __all__ = ["error", "guard", "router"]
 
@@ -236,12 +235,8 @@ def router(server: Server) -> APIRouter:
     @api.websocket("/ws/rooms/{room_id}")
     async def room_feed(websocket: WebSocket, room_id: str) -> None:
         await websocket.accept()
-        tasks = SocketTasks()
         watcher = Watcher()
-
-        def say(text: str) -> None:
-            watcher.send({"type": "error", "id": room_id, "error": text})
-
+        page = PageSocket(websocket, server.limits.max_body_bytes, watcher, id=room_id)
         try:
             room = hall.get(room_id)
             hall.watch(room, watcher)
@@ -249,20 +244,14 @@ def router(server: Server) -> APIRouter:
             await websocket.send_json({"type": "error", "id": room_id, "error": str(exc.args[0]), "gone": True})
             await websocket.close()
             return
-        tasks.start(sender(websocket, watcher.queue))
+
+        async def handle(hello: HelloMessage) -> None:
+            hall.claim(room, watcher, hello.tokens)
+
         try:
-            while (text := await next_text(websocket, server.limits.max_body_bytes, say)) is not None:
-                try:
-                    hello = room_message(text)
-                except ValidationError as exc:
-                    say(f"invalid message: {validation_text(exc)}")
-                    continue
-                hall.claim(room, watcher, hello.tokens)
-        except (RuntimeError, OSError):  # the transport went away mid-read
-            pass
+            await page.serve(room_message, handle)
         finally:
             hall.unwatch(room, watcher)
-            await tasks.close()
 
     return api
 

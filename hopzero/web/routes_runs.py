@@ -10,12 +10,11 @@ from fastapi import APIRouter, WebSocket
 from fastapi import Path as FastApiPath
 
 from .geometry import board_info
-from .hall import Watcher
 from .limits import ChoiceError
 from .routes_games import guard
 from .runs import run_game, run_stamp, run_summary
 from .server import Server
-from .sockets import SocketTasks, next_text, sender
+from .sockets import PageSocket
 
 __all__ = ["RUN_POLL_S", "router"]
 
@@ -42,35 +41,26 @@ def router(server: Server) -> APIRouter:
     @api.websocket("/ws/runs/{index}")
     async def run_feed(websocket: WebSocket, index: int) -> None:
         await websocket.accept()
-        out = Watcher()
-        tasks = SocketTasks()
-        tasks.start(sender(websocket, out.queue))
-
-        def say(text: str) -> None:
-            out.send({"type": "error", "error": text})
+        page = PageSocket(websocket, server.limits.max_body_bytes)
 
         async def poll() -> None:
             try:
                 path = server.runs.get(index)
             except ChoiceError as exc:
-                say(str(exc))
+                page.say(str(exc))
                 return
             stamp = None
             while True:
                 now = await asyncio.to_thread(run_stamp, path)
                 if now != stamp:
                     stamp = now
-                    out.send({"type": "run", "run": await asyncio.to_thread(run_summary, index, path)})
+                    page.out.send({"type": "run", "run": await asyncio.to_thread(run_summary, index, path)})
                 await asyncio.sleep(RUN_POLL_S)
 
-        tasks.start(poll())
-        try:
-            # the page sends nothing; reading notices the socket closing (and answers stray frames)
-            while await next_text(websocket, server.limits.max_body_bytes, say) is not None:
-                say("the run feed takes no messages")
-        except (RuntimeError, OSError):
-            pass
-        finally:
-            await tasks.close()
+        async def handle(_: str) -> None:  # the page sends nothing; a stray frame is answered
+            page.say("the run feed takes no messages")
+
+        page.tasks.start(poll())
+        await page.serve(str, handle)
 
     return api

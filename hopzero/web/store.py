@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS games (
     result TEXT,
     resigned INTEGER,
     line INTEGER NOT NULL DEFAULT 0,
-    plies INTEGER NOT NULL DEFAULT 0
+    plies INTEGER NOT NULL DEFAULT 0,
+    version INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS games_by_finish ON games (finished, updated);
 CREATE TABLE IF NOT EXISTS moves (
@@ -93,12 +94,13 @@ class GameRow:
     resigned: int | None = None
     line: int = 0
     plies: int = 0
+    version: int = 0
     moves: list[MoveRecord] = field(default_factory=list)
     evals: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 _COLUMNS = ("id", "preset", "rules", "start", "seats", "settings", "creator", "created", "updated", "finished",
-            "result", "resigned", "line", "plies")
+            "result", "resigned", "line", "plies", "version")
 _JSON = ("rules", "seats", "settings", "result")
 
 

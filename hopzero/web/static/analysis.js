@@ -162,10 +162,14 @@ export class Analysis {
     const bar = $("winbar"), note = $("win-note");
     bar.innerHTML = "";
     if (v && v.data.shares) {
+      const px = bar.clientWidth || 300;
       v.data.shares.forEach((share, s) => {
         const seg = el("div", { class: "seg", style: `width:${(100 * share).toFixed(2)}%; background:${info.colours[s]}`,
           title: `${info.names[s]} ${pct(share)}`, "data-seat": s }, bar);
-        if (share >= 0.08) el("span", {}, seg, `${info.names[s]} ${pct(share)}`);
+        // the name where it fits, else the number alone, else nothing (the title has both)
+        const full = `${info.names[s]} ${pct(share)}`;
+        const text = share * px >= 8 * full.length + 8 ? full : share * px >= 34 ? pct(share) : "";
+        if (text) el("span", {}, seg, text);
       });
       const by = v.data.exact ? "the result of the game" : v.source === "thinking" ? `${v.engine}, thinking: ${v.data.simulations} simulations so far`
         : v.source === "analysing" ? `this page's analysis: ${v.data.simulations} simulations so far`
@@ -189,7 +193,8 @@ export class Analysis {
     $("top-empty").hidden = top.length > 0;
     top.forEach((m, i) => {
       const tr = el("tr", { tabindex: 0, "data-index": i }, body);
-      el("td", {}, tr, m.path.join("-"));
+      const cell = el("td", { title: m.path.join("-") }, tr, `${m.move[0]}-${m.move[1]}`);
+      if (m.path.length > 2) el("span", { class: "hops" }, cell, ` ${m.path.length - 1} hops`);
       el("td", {}, tr, pct(m.share));
       el("td", {}, tr, m.win === null || m.win === undefined ? "–" : pct(m.win));
       el("td", { class: "pv-text" }, tr, (m.pv || []).slice(1, 4).map((p) => p.length ? `${p[0]}-${p[p.length - 1]}` : "pass").join(" "));

@@ -36,8 +36,10 @@ function showConnection() {
   if (!down.length) {
     c.dataset.state = "connected";
     c.textContent = c.dataset.dropped ? "Connected again." : "";
+    c.classList.add("fade"); // the news fades after a few seconds
     return;
   }
+  c.classList.remove("fade");
   const attempts = Math.max(...down.map((l) => l.attempts));
   c.dataset.state = "reconnecting";
   c.dataset.dropped = "1";

@@ -158,6 +158,7 @@ async function applyMoved(msg) {
     // fly the move unless more messages wait (a fast engines' game: the page catches up)
     if (ui.pending <= 1 && rec.path.length > 1) {
       ui.busy = true;
+      $("status").dataset.state = "moving"; // nobody's turn until the piece has landed
       ui.view.render({ board: before, labels: ui.labels });
       await ui.view.fly(rec.path, before[rec.path[0]]);
       ui.busy = false;
@@ -273,14 +274,15 @@ function renderStatus() {
 }
 
 function renderSeats() {
-  const r = ui.room, list = $("seats"), creator = Boolean(ui.keys.creator);
+  const r = ui.room, list = $("seats"), creator = Boolean(ui.keys.creator), manage = creator && $("manage").checked;
   list.innerHTML = "";
   r.seats.forEach((seat, i) => {
+    const own = isMine(i);
     const li = el("li", { "data-seat": i, class: r.to_move === i && !r.over ? "to-move" : "" }, list);
     seatDot(i, li);
-    const name = el("div", { class: "seat-name" }, li);
+    const name = el("div", { class: "seat-name", title: seat.label }, li);
     el("strong", {}, name, r.board_info.names[i]);
-    el("span", {}, name, ` ${isMine(i) ? "you" : seat.label}`);
+    el("span", {}, name, ` ${own ? "you" : seat.label}`);
     el("span", { class: "home" }, li, `${r.home[i]}/${r.board_info.homes[i].length} home`);
     const acts = el("span", { class: "seat-actions" }, li);
     if (seat.kind === "person" && !seat.taken && !r.over) {
@@ -288,15 +290,17 @@ function renderSeats() {
     } else if (seat.kind === "person" && seat.taken) {
       el("span", { class: `presence ${seat.connected ? "here" : "away"}` }, acts, seat.connected ? "here" : "away");
     }
-    const own = isMine(i);
-    if (!r.over && seat.kind === "person" && (own || (creator && (!seat.taken || !seat.connected)))) {
-      el("button", { class: "to-engine" }, acts, own ? "Engine plays for me" : "Give to engine").onclick = () =>
+    if (r.over) return;
+    if (seat.kind === "person" && (own ? manage || r.board_info.players > 2 : manage && (!seat.taken || !seat.connected))) {
+      el("button", { class: "to-engine" }, acts, own ? "Let an engine play for me" : "Give to an engine").onclick = () =>
         post(`seats/${i}/engine`, { token: own ? ui.keys.seats[i] : ui.keys.creator, engine: defaultEngine() });
     }
-    if (!r.over && seat.kind === "engine" && creator) {
+    if (seat.kind === "engine" && manage) {
       el("button", { class: "to-person" }, acts, "Give to people").onclick = () => post(`seats/${i}/person`, { creator: ui.keys.creator });
     }
   });
+  $("name-field").hidden = r.over || !r.seats.some((s) => s.kind === "person" && !s.taken);
+  $("manage-field").hidden = !creator || r.over;
 }
 
 function defaultEngine() {
@@ -319,6 +323,7 @@ function renderMoves() {
   list.innerHTML = "";
   const players = r.board_info.players;
   list.style.setProperty("--seats", players);
+  list.dataset.seats = players;
   const head = el("div", { class: "moves-head" }, list);
   el("span", {}, head, "#");
   for (let s = 0; s < players; s++) { const c = el("span", {}, head); seatDot(s, c); }
@@ -411,6 +416,7 @@ function wire() {
   $("stop").onclick = () => ui.analysis.stop();
   $("flip").onclick = () => flip();
   $("labels").onchange = () => { ui.labels = $("labels").checked; drawBoard(); };
+  $("manage").onchange = () => renderSeats();
   $("show-arrows").onchange = () => drawBoard();
   $("load-position").onclick = () => post("position", { tokens: ui.keys.seats, text: $("position").value.trim() || null });
   $("copy-link").onclick = async () => {
