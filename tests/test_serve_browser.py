@@ -238,9 +238,10 @@ def _click_move(d, move) -> None:
 
 
 def _new_game_in_lobby(d, url: str, preset_name: str, seats: list[tuple[str, str | None]], *,
-                       position: str | None = None) -> str:
+                       position: str | None = None, shot: Path | None = None) -> str:
     """Start a game from the lobby's form: ``seats`` as (who: ``person`` or an engine's label
-    start, level or None); engines move at once. Returns the room's id."""
+    start, level or None); engines move at once; ``shot``: a picture of the filled form. Returns
+    the room's id."""
     d.get(url)
     _wait(d).until(lambda drv: drv.find_elements(By.CSS_SELECTOR, f'#preset option[value="{preset_name}"]')
                                    and drv.find_elements(By.CSS_SELECTOR, ".seat-row"))
@@ -259,6 +260,8 @@ def _new_game_in_lobby(d, url: str, preset_name: str, seats: list[tuple[str, str
     if position:
         d.find_element(By.CSS_SELECTOR, "#lobby details summary").click()
         d.find_element(By.ID, "start-position").send_keys(position)
+    if shot is not None:
+        _shoot(d, shot)
     d.find_element(By.ID, "start").click()
     _wait(d).until(lambda drv: "/g/" in drv.current_url and _room(drv))
     return d.current_url.rsplit("/", 1)[1]
@@ -389,7 +392,7 @@ def test_star6_one_person_and_five_engines_through_a_reload_and_a_restart(browse
     serve = Serve(tmp_path, tmp_path / "data")
     try:
         seats = [("person", None)] + [("hopzero star6 model", "beginner")] * 5
-        gid = _new_game_in_lobby(browser, serve.url, "star6", seats)
+        gid = _new_game_in_lobby(browser, serve.url, "star6", seats, shot=shots / "web-lobby.png")
         rules = preset("star6")
         chooser = GreedyPlayer(rules, seed=6)
         moves = 0

@@ -4,6 +4,7 @@ games kept in SQLite across a restart (tests/web_helpers.py serves the app for r
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -35,7 +36,8 @@ def test_two_people_and_an_engine_share_a_room_live(live):
             live.socket(f"/ws/rooms/{gid}") as watcher:
         feed_a.send({"type": "hello", "tokens": {"0": a}})
         b = live.ok(f"/api/games/{gid}/seats/1/take", {"name": "Bea"})["token"]
-        feed_b.send({"type": "hello", "tokens": {"1": b}})
+        feed_b.send({"type": "hello", "tokens": {"1": b, "0": "a-guess-at-reds-token"}})
+        assert feed_b.until(lambda m: m["type"] == "held")["seats"] == [1]  # a guess holds nothing
         feed_a.until(lambda m: m["type"] == "presence" and m["connected"] == [0, 1])
         seats = live.room(gid)["seats"]
         assert seats[1]["label"] == "Bea" and seats[1]["taken"] and "holder" not in str(seats)
@@ -228,3 +230,29 @@ def test_a_whole_star3_game_of_engines_is_watched_to_its_end(live):
     room = live.room(gid)
     assert room["result"]["scores"] == [float(x) for x in state.scores()]
     assert sorted(room["result"]["order"]) == [0, 1, 2]
+
+
+def test_an_engine_that_cannot_move_says_why_and_its_seat_can_be_handed_on(tmp_path):
+    # a run whose best model is damaged: the room says so to every page, a retry tries again,
+    # and the creator gives the seat to another engine; no page waits forever
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"preset": "small-4-3"}))
+    (run / "model.pt").write_bytes(b"not a model")
+    (run / "best.json").write_text(json.dumps({"version": "3", "path": "model.pt", "sha256": "0" * 64,
+                                               "promoted_at": "2026-11-24T06:00:00Z", "score": 0.6, "games": 10}))
+    live = LiveServer(tmp_path / "data", run_dirs=[run])
+    try:
+        data = live.new_room("small-4-3", [engine("run", run=0, level="beginner"), person()])
+        gid, creator = data["id"], data["creator"]
+        with live.socket(f"/ws/rooms/{gid}") as feed:
+            failed = feed.until(lambda m: m["type"] == "room" and m["room"]["engine_error"])
+            assert "cannot be loaded" in failed["room"]["engine_error"] and "SHA-256" in failed["room"]["engine_error"]
+            live.ok(f"/api/games/{gid}/retry")
+            feed.until(lambda m: m["type"] == "room" and m["room"]["engine_error"] and m["version"] > failed["version"])
+            live.ok(f"/api/games/{gid}/seats/0/engine", {"token": creator, "engine": {"kind": "greedy"}})
+            moved = _moved(feed, 0)
+        assert moved["record"]["by"] == "greedy" and moved["engine_error"] is None
+        assert "no engine move failed" in live.post(f"/api/games/{gid}/retry").json()["error"]
+    finally:
+        live.stop()

@@ -42,10 +42,11 @@ ROOM_ID_BYTES = 12
 
 
 class Watcher(Outbox):
-    """One page's socket on a room: its outbox and the seats its secrets hold."""
+    """One page's socket on a room: its outbox, its secrets and the seats they hold now."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.tokens: dict[int, str] = {}
         self.seats: set[int] = set()
 
 
@@ -181,6 +182,8 @@ class Hall:
             self.store.update(row)
         self.turns.kick(room)
         self.broadcast(room, room.moved(moved) if moved is not None else self.room_message(room))
+        if moved is None:
+            self._held(room)  # seats change hands only by changes other than moves
         self.evals.want(room)
 
     def room_message(self, room: Room) -> dict[str, Any]:
@@ -222,9 +225,23 @@ class Hall:
         self._clock(room)
 
     def claim(self, room: Room, watcher: Watcher, tokens: dict[int, str]) -> None:
-        """The seats a page holds (its secrets), for the seats' presence and idle seats."""
-        watcher.seats = room.held_by(tokens)
-        self.presence(room)
+        """A page's secrets: the seats they hold are the page's (``held``), and its players are
+        here (``presence``; a seat whose player is away is idle)."""
+        watcher.tokens = dict(tokens)
+        watcher.seats = set()
+        self._held(room, watcher)
+
+    def _held(self, room: Room, only: Watcher | None = None) -> None:
+        """Tell each page (or ``only`` one) which seats it holds, where that changed."""
+        changed = False
+        for watcher in [only] if only is not None else list(room.watchers):
+            seats = room.held_by(watcher.tokens)
+            if seats != watcher.seats or only is not None:
+                watcher.seats = seats
+                watcher.send({"type": "held", "id": room.id, "seats": sorted(seats)})
+                changed = True
+        if changed:
+            self.presence(room)
 
     def unwatch(self, room: Room, watcher: Watcher) -> None:
         room.watchers.discard(watcher)

@@ -58,11 +58,12 @@ def _load(rules: Rules, source: str) -> tuple[Path, Any]:
     """Resolve ``source`` (``shipped`` or a run directory) and load its network (worker thread)."""
     from learner.model_files import ModelNotFoundError, resolve_model_source
     from learner.network_evaluator import load_network_evaluator
+    from learner.run_files import PromotionError
 
     try:
         path = resolve_model_source(rules, source)
         evaluator = load_network_evaluator(rules, path)
-    except (ModelNotFoundError, OSError, ValueError, KeyError) as exc:  # PromotionError is a ValueError
+    except (ModelNotFoundError, PromotionError, OSError, ValueError, KeyError) as exc:
         raise ChoiceError(f"the model cannot be loaded: {exc}") from None
     if evaluator.algo == "dqn":
         raise ChoiceError("the model is a DQN network (no trained value head): it cannot search")
@@ -88,13 +89,14 @@ class ModelLibrary:
         ``rules``, loaded on a worker thread the first time. A run's best model that changed
         since is a new file, so a new entry; the old one ages out."""
         from learner.model_files import resolve_model_source
+        from learner.run_files import PromotionError
 
         if source == "shipped":
             where = "shipped"
         else:  # the run's current best file, found off the loop (reading best.json checks a digest)
             try:
                 where = str(await asyncio.to_thread(resolve_model_source, rules, source))
-            except (OSError, ValueError) as exc:
+            except (PromotionError, OSError, ValueError) as exc:
                 raise ChoiceError(f"the model cannot be loaded: {exc}") from None
         key = (rules.name, where)
         if key in self._models:

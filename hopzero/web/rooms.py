@@ -221,6 +221,7 @@ class Room:
         self.seats[seat] = Seat(kind=ENGINE, engine=engine)
         if seat == self.game.to_move:
             self.deadline = None
+            self.engine_error = None  # a new engine gets its own try
         self._changed()
 
     def to_person(self, seat: int, token: str | None) -> None:
@@ -232,6 +233,8 @@ class Room:
         if self.game.over:
             raise RoomError("the game is over")
         self.seats[seat] = Seat(kind=PERSON)
+        if seat == self.game.to_move:
+            self.engine_error = None
         self._changed()
 
     def configure(self, token: str | None, settings: RoomSettings) -> None:

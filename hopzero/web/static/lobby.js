@@ -3,8 +3,10 @@
 // load back. A new game is a new room: the page goes to its link, /g/ID.
 
 import { $, api, el, keys, say } from "./api.js";
+import { BoardView } from "./board.js";
 
-const lobby = { info: null, preset: null, catalogue: [], defaultEngine: null };
+const lobby = { info: null, preset: null, catalogue: [], defaultEngine: null, preview: null };
+const UNIT = { simulations: (n) => `${n} sims`, depth: (n) => `depth ${n}` };
 
 const TIMERS = [[0, "no timer"], [15, "15 s a move"], [30, "30 s a move"], [60, "1 min a move"], [120, "2 min a move"], [300, "5 min a move"]];
 const PACES = [[600, "engines move at a watchable pace"], [0, "engines move at once"], [1500, "engines move slowly"]];
@@ -56,6 +58,12 @@ async function loadPreset() {
   box.innerHTML = "";
   data.board.names.forEach((name, i) => seatRow(box, i, name, data.board.colours[i], i === 0 ? "person" : "engine"));
   $("analyst-note").textContent = `Analysis of these games: ${data.analyst}.`;
+  // the board with every seat's pieces at home, Red (the first seat) at the bottom
+  if (!lobby.preview) lobby.preview = new BoardView($("preview"));
+  lobby.preview.setInfo(data.board, 0);
+  const start = Array(data.board.cells).fill(-1);
+  data.board.homes.forEach((cells, p) => cells.forEach((c) => { start[c] = p; }));
+  lobby.preview.render({ board: start });
 }
 
 function seatRow(box, i, name, colour, kind) {
@@ -73,7 +81,7 @@ function seatRow(box, i, name, colour, kind) {
     level.hidden = !entry || !entry.levels;
     number.hidden = true;
     if (!entry || !entry.levels) return;
-    for (const l of entry.levels) el("option", { value: l.level }, level, `${l.label} (${l.number} ${entry.unit})`);
+    for (const l of entry.levels) el("option", { value: l.level }, level, `${l.label} · ${UNIT[entry.unit](l.number)}`);
     el("option", { value: "custom" }, level, `Custom ${entry.unit}`);
     level.value = "club";
     number.max = entry.max_number;

@@ -16,6 +16,7 @@ const ui = {
   boards: [],       // the board after each move (0: the start)
   ply: 0,           // the position on screen
   keys: { seats: {} },
+  held: null,       // the seats the server says this page's tokens hold (null: not heard yet)
   selected: null,   // the piece picked for a move
   link: null,
   view: null,       // BoardView
@@ -38,7 +39,8 @@ const host = {
 
 // -- the seats this page holds --------------------------------------------------------------------
 
-const mine = () => Object.keys(ui.keys.seats).map(Number).filter((s) => ui.room && s < ui.room.seats.length);
+const mine = () => (ui.held !== null ? [...ui.held] : Object.keys(ui.keys.seats).map(Number))
+  .filter((s) => ui.room && s < ui.room.seats.length);
 const isMine = (s) => mine().includes(s) && ui.room.seats[s].kind === "person";
 const live = () => ui.ply === ui.room.plies;
 
@@ -128,6 +130,11 @@ async function handle(msg) {
     r.evals[String(msg.ply)] = { shares: msg.eval.shares, sims: msg.eval.sims, exact: msg.eval.exact };
     r.marks = msg.marks;
     ui.analysis.onRoomMessage(msg);
+    render();
+  } else if (msg.type === "held") {
+    ui.held = new Set(msg.seats);
+    ui.seat = chooseSeat();
+    if (ui.view.seat !== ui.seat) ui.view.setSeat(ui.seat);
     render();
   } else if (msg.type === "presence") {
     r.seats.forEach((s) => { if (s.kind === "person") s.connected = msg.connected.includes(s.seat); });
