@@ -379,7 +379,6 @@ def test_the_analysis_board_on_that_game(server, browser, star3_game, shots):
     _wait(browser).until(lambda d: "this page's analysis: 400 simulations" in d.find_element(By.ID, "win-note").text)
     ActionChains(browser).move_to_element(browser.find_element(By.CSS_SELECTOR, "#top-moves tbody tr")).perform()
     _wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#board .pv-number")) >= 2)
-    _shoot(browser, shots / "web-analysis.png")
     browser.find_element(By.TAG_NAME, "body").send_keys("a")
 
 
@@ -422,6 +421,7 @@ def test_star6_one_person_and_five_engines_through_a_reload_and_a_restart(browse
             if moves == 12:
                 _settled(browser)
                 _shoot(browser, shots / "web-star6.png")
+                _analysis_picture(browser, shots / "web-analysis.png")
             assert moves < 200
         final = _state(_room(browser))
         assert final.is_terminal() and _page_board(browser, rules.cells) == list(final.board)
@@ -429,6 +429,18 @@ def test_star6_one_person_and_five_engines_through_a_reload_and_a_restart(browse
         assert sorted(map(int, order.split(","))) == list(range(6)) and _room(browser)["id"] == gid
     finally:
         serve.stop()
+
+
+def _analysis_picture(d, path: Path) -> None:
+    """The analysis board at work: a deeper analysis of the position, a top move's line shown."""
+    body = d.find_element(By.TAG_NAME, "body")
+    body.send_keys("a")
+    _wait(d).until(lambda drv: "this page's analysis: 400 simulations" in drv.find_element(By.ID, "win-note").text)
+    ActionChains(d).move_to_element(d.find_element(By.CSS_SELECTOR, "#top-moves tbody tr")).perform()
+    _wait(d).until(lambda drv: len(drv.find_elements(By.CSS_SELECTOR, "#board .pv-number")) >= 3)
+    _shoot(d, path)
+    ActionChains(d).move_to_element(d.find_element(By.ID, "status")).perform()
+    body.send_keys("a")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ccengine.rules import Rules, RulesError
 from .engines import EngineChoice, Engines
 from .evals import Evaluations
 from .game import Game, GameError, MoveRecord
+from .gamefile import LoadedGame
 from .limits import ChoiceError, Limits
 from .rooms import Room, RoomSettings
 from .searches import Pools
@@ -147,7 +148,7 @@ class Hall:
         game = Game.from_text(rules, position)
         creator = new_token()
         now = time.time()
-        room = Room(id=secrets.token_urlsafe(ROOM_ID_BYTES), game=game, seats=seats, settings=settings,
+        room = Room(id=self.new_id(), game=game, seats=seats, settings=settings,
                     creator=token_hash(creator), analyst=self.engines.analyst(rules), created=now, updated=now)
         tokens = {}
         for seat in take:
@@ -157,15 +158,41 @@ class Hall:
         self.store.insert(room.row())
         return room, creator, tokens
 
-    def add(self, room: Room) -> None:
-        """A room built elsewhere (a game file loaded back), stored with its moves."""
+    def adopt(self, loaded: LoadedGame) -> tuple[Room, str, dict[int, str]]:
+        """A new room of a game file loaded back, stored with its moves and evaluations; returns
+        it with the creator's token and, for a game still going, the tokens of its person seats
+        (the loader holds them all). An engine this server does not offer becomes a person's seat
+        named after it."""
+        rules = loaded.game.rules
+        seats = []
+        for entry in loaded.seats:
+            if entry.kind == ENGINE and entry.engine is not None:
+                try:
+                    seats.append(Seat(kind=ENGINE, engine=self.engines.resolve(entry.engine, rules)))
+                    continue
+                except ChoiceError:
+                    pass
+            seats.append(Seat(kind=PERSON, name=(entry.name or entry.label or "")[:24] or None))
+        creator, now = new_token(), time.time()
+        room = Room(id=self.new_id(), game=loaded.game, seats=seats, settings=RoomSettings(),
+                    creator=token_hash(creator), analyst=self.engines.analyst(rules), created=loaded.created or now,
+                    updated=now, finished=now if loaded.game.over else None, evals=loaded.evals)
+        tokens = {}
+        if not loaded.game.over:
+            for i, seat in enumerate(seats):
+                if seat.kind == PERSON:
+                    tokens[i] = new_token()
+                    room.take(i, tokens[i], seat.name)
         self._admit(room)
         row = room.row()
         row.moves = list(room.game.records)
         row.evals = dict(room.evals)
         self.store.insert(row)
+        return room, creator, tokens
 
-    def new_id(self) -> str:
+    @staticmethod
+    def new_id() -> str:
+        """A new room's id: ``ROOM_ID_BYTES`` random bytes as URL-safe text."""
         return secrets.token_urlsafe(ROOM_ID_BYTES)
 
     # -- changes --------------------------------------------------------------------------------------

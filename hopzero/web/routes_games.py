@@ -8,7 +8,6 @@ nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -34,8 +33,8 @@ from .messages import (
     TokenRequest,
     room_message,
 )
-from .rooms import Room, RoomSettings
-from .seats import ENGINE, PERSON, Seat, new_token, token_hash
+from .rooms import Room
+from .seats import ENGINE, PERSON, Seat, new_token
 from .server import Server, rules_of
 from .sockets import PageSocket
 
@@ -67,6 +66,11 @@ def router(server: Server) -> APIRouter:
 
     def room_reply(target: Room, **extra: Any) -> dict[str, Any]:
         return {"id": target.id, "version": target.version, **extra}
+
+    def created(target: Room, creator: str, tokens: dict[int, str]) -> dict[str, Any]:
+        """A new room: its creator's token, the tokens of the seats taken, the room."""
+        return room_reply(target, creator=creator, tokens={str(s): t for s, t in tokens.items()},
+                          room=target.snapshot())
 
     # -- lists ----------------------------------------------------------------------------------
 
@@ -109,9 +113,7 @@ def router(server: Server) -> APIRouter:
             for seat in take:
                 if seat not in people:
                     raise ChoiceError(f"take: seat {seat} is not a person's seat")
-            room, creator, tokens = hall.create(rules, seats, body.settings, take, body.name, body.position)
-            return room_reply(room, creator=creator, tokens={str(s): t for s, t in tokens.items()},
-                              room=room.snapshot())
+            return created(*hall.create(rules, seats, body.settings, take, body.name, body.position))
 
         return guard(run)
 
@@ -120,31 +122,7 @@ def router(server: Server) -> APIRouter:
         data = await request.body()
 
         def run() -> dict[str, Any]:
-            loaded = read_game(data)
-            rules = loaded.game.rules
-            seats = []
-            for fs in loaded.seats:
-                if fs.kind == ENGINE and fs.engine is not None:
-                    try:
-                        seats.append(Seat(kind=ENGINE, engine=engines.resolve(fs.engine, rules)))
-                        continue
-                    except ChoiceError:  # not offered here: the seat is a person's, named after the engine
-                        pass
-                seats.append(Seat(kind=PERSON, name=(fs.name or fs.label or "")[:24] or None))
-            creator = new_token()
-            now = time.time()
-            room = Room(id=hall.new_id(), game=loaded.game, seats=seats, settings=RoomSettings(),
-                        creator=token_hash(creator), analyst=engines.analyst(rules),
-                        created=loaded.created or now, updated=now, finished=now if loaded.game.over else None,
-                        evals=loaded.evals)
-            tokens = {}
-            if not loaded.game.over:
-                for i, seat in enumerate(seats):
-                    if seat.kind == PERSON:
-                        tokens[str(i)] = new_token()
-                        room.take(i, tokens[str(i)], seat.name)
-            hall.add(room)
-            return room_reply(room, creator=creator, tokens=tokens, room=room.snapshot())
+            return created(*hall.adopt(read_game(data)))
 
         try:
             return run()

@@ -116,7 +116,8 @@ export class BoardView {
     pts[n - 1] = [bx - ((bx - ax) / len) * cut, by - ((by - ay) / len) * cut];
     const head = kind === "hint" ? "head-hint" : kind === "best" ? "head-best" : "head";
     return svg("polyline", { points: pts.map((p) => p.join(",")).join(" "), class: `arrow ${kind}`,
-      "stroke-width": width, "stroke-opacity": opacity, "marker-end": `url(#${this.svg.id}-${head})`,
+      "stroke-width": width, "stroke-opacity": opacity,
+      "marker-end": kind === "pv" ? null : `url(#${this.svg.id}-${head})`, // a line's moves end in numbered dots
       "data-path": path.join("-") }, layer);
   }
 
@@ -164,8 +165,8 @@ export class BoardView {
     const b = this.info;
     pv.forEach((m, k) => {
       if (!m.path || m.path.length < 2) return;
-      const line = this.arrow(layer, m.path, 0.07, "pv", 0.9);
-      if (line) line.setAttribute("stroke", b.colours[m.seat]);
+      const line = this.arrow(layer, m.path, 0.09, "pv", 0.95);
+      if (line) line.style.stroke = b.colours[m.seat]; // a style: the class's colour would win over an attribute
       const [x, y] = this.pt(m.path[m.path.length - 1]);
       svg("circle", { cx: x, cy: y, r: 0.21, class: "pv-dot", fill: b.colours[m.seat] }, layer);
       svg("text", { x, y: y + 0.09, class: "pv-number", "text-anchor": "middle" }, layer, String(k + 1));
