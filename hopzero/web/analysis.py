@@ -4,7 +4,10 @@ marked as inaccuracies, mistakes and blunders.
 **Evaluations.** Every position of a game gets an evaluation from the game's analysis engine
 (:func:`evaluation`): every seat's expected share of the result (its win chance; the shares sum
 to 1), the simulations behind it, and the top moves with their hop paths and principal
-variations. A finished position's evaluation is its result, exactly.
+variations. A finished position's evaluation is its result, exactly. The database keeps them
+whole; a room in memory keeps only their :func:`brief` (the shares and how they were found, a
+few hundred bytes a position), which is what the graph and the marks need, so a long game's
+lines of play do not sit in memory.
 
 **Marks.** A move is judged by how much it cost its mover: the mover's share in the position
 before the move less its share in the position after it. lichess marks an inaccuracy, a mistake
@@ -21,7 +24,7 @@ from typing import Any
 
 from .thinking import Thought
 
-__all__ = ["MARKS", "TOP_STORED", "compact", "evaluation", "exact_evaluation", "mark", "marks"]
+__all__ = ["MARKS", "TOP_STORED", "brief", "briefs", "evaluation", "exact_evaluation", "mark", "marks"]
 
 #: ``(name, fraction of the fair share 1/N)``, the most severe first.
 MARKS: tuple[tuple[str, float], ...] = (("blunder", 0.3), ("mistake", 0.2), ("inaccuracy", 0.1))
@@ -42,10 +45,15 @@ def exact_evaluation(scores: list[float], mover: int) -> dict[str, Any]:
     return {"shares": list(scores), "sims": 0, "engine": "result", "mover": mover, "top": [], "exact": True}
 
 
-def compact(evaluations: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """What the win-chance graph needs of each evaluation: the shares and how they were found."""
-    return {str(ply): {"shares": e["shares"], "sims": e["sims"], "exact": e["exact"]}
-            for ply, e in sorted(evaluations.items())}
+def brief(record: dict[str, Any]) -> dict[str, Any]:
+    """What the graph and the marks need of an evaluation: the shares and how they were found."""
+    return {"shares": record["shares"], "sims": record["sims"], "exact": record["exact"],
+            "engine": record.get("engine")}
+
+
+def briefs(evaluations: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The briefs of a game's evaluations by ply (JSON keys), in order."""
+    return {str(ply): brief(e) for ply, e in sorted(evaluations.items())}
 
 
 def mark(drop: float, players: int) -> str | None:

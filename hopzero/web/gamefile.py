@@ -111,7 +111,7 @@ def game_document(room: Room, software: dict[str, str]) -> dict[str, Any]:
         "movers": [r.seat for r in records], "by": [r.by for r in records], "walls": [r.wall for r in records],
         "result": game.result(), "resigned": game.resigned,
         "evals": {str(p): {"shares": e["shares"], "sims": e["sims"], "exact": e["exact"]}
-                  for p, e in sorted(room.evals.items())},
+                  for p, e in sorted(room.evals.items())},  # the briefs: no lines of play
         "created": room.created, "finished": room.finished, "software": software,
     }
 

@@ -22,6 +22,7 @@ from typing import Any
 from ccengine import preset
 from ccengine.rules import Rules, RulesError
 
+from .analysis import brief
 from .engines import EngineChoice, Engines
 from .evals import Evaluations
 from .game import Game, GameError, MoveRecord
@@ -139,7 +140,8 @@ class Hall:
         seats = [self._seat_of(s, rules) for s in row.seats]
         room = Room(id=row.id, game=game, seats=seats, settings=RoomSettings(**row.settings), creator=row.creator,
                     analyst=self.engines.analyst(rules), created=row.created, updated=row.updated,
-                    finished=row.finished, line=row.line, evals=dict(row.evals), version=row.version)
+                    finished=row.finished, line=row.line, evals={p: brief(e) for p, e in row.evals.items()},
+                    version=row.version)
         return room
 
     def create(self, rules: Rules, seats: list[Seat], settings: RoomSettings, take: list[int], name: str | None,
@@ -176,7 +178,8 @@ class Hall:
         creator, now = new_token(), time.time()
         room = Room(id=self.new_id(), game=loaded.game, seats=seats, settings=RoomSettings(),
                     creator=token_hash(creator), analyst=self.engines.analyst(rules), created=loaded.created or now,
-                    updated=now, finished=now if loaded.game.over else None, evals=loaded.evals)
+                    updated=now, finished=now if loaded.game.over else None,
+                    evals={p: brief(e) for p, e in loaded.evals.items()})
         tokens = {}
         if not loaded.game.over:
             for i, seat in enumerate(seats):
@@ -186,7 +189,7 @@ class Hall:
         self._admit(room)
         row = room.row()
         row.moves = list(room.game.records)
-        row.evals = dict(room.evals)
+        row.evals = dict(loaded.evals)
         self.store.insert(row)
         return room, creator, tokens
 
@@ -235,7 +238,8 @@ class Hall:
         self.broadcast(room, self.room_message(room))
 
     def evaluated(self, room: Room, ply: int, record: dict[str, Any]) -> None:
-        room.evals[ply] = record
+        """Position ``ply`` of the room got an evaluation: kept whole, sent whole, held brief."""
+        room.evals[ply] = brief(record)
         self.store.put_eval(room.id, ply, record)
         self.broadcast(room, {"type": "eval", "id": room.id, "line": room.line, "ply": ply, "eval": record,
                               "marks": room.marks()})

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ccengine import Rules
 
-from .analysis import compact, marks
+from .analysis import briefs, marks
 from .engines import Engine
 from .game import Game, GameError, MoveRecord, move_text
 from .geometry import board_info
@@ -75,6 +75,7 @@ class Room:
     """When the game ended (Unix seconds); None while it goes on."""
     line: int = 0
     evals: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The briefs of the positions' evaluations by ply (``analysis.brief``; whole in the database)."""
     version: int = 0
     #: The open websockets on this room (:class:`hopzero.web.hall.Watcher`).
     watchers: set[Any] = field(default_factory=set)
@@ -287,7 +288,7 @@ class Room:
             "start": self.game.start_text(), "start_board": [int(v) for v in self.game.start.board],
             "moves": [list(r.move) for r in records], "paths": [list(r.path) for r in records],
             "movers": [r.seat for r in records], "by": [r.by for r in records],
-            "evals": compact(self.evals), "marks": self.marks(),
+            "evals": briefs(self.evals), "marks": self.marks(),
             **self._position(),
         }
 

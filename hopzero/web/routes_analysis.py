@@ -141,7 +141,8 @@ def router(server: Server) -> APIRouter:
     async def one_evaluation(room_id: str, ply: int) -> Any:
         def run() -> dict[str, Any]:
             room = hall.get(room_id)
-            return {"id": room.id, "line": room.line, "ply": ply, "eval": room.evals.get(ply)}
+            found = server.store.evaluation(room.id, ply) if ply in room.evals else None
+            return {"id": room.id, "line": room.line, "ply": ply, "eval": found}
 
         return guard(run)
 

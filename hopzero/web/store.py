@@ -206,6 +206,11 @@ class Store:
             "SELECT ply, data FROM evals WHERE game = ?", (game,))}
         return row
 
+    def evaluation(self, game: str, ply: int) -> dict[str, Any] | None:
+        """The whole evaluation of position ``ply`` of ``game``; None when there is none."""
+        found = self.db.execute("SELECT data FROM evals WHERE game = ? AND ply = ?", (game, ply)).fetchone()
+        return None if found is None else json.loads(found[0])
+
     def summaries(self, *, ids: list[str] | None = None, finished: bool = False, limit: int = 50,
                   offset: int = 0) -> list[dict[str, Any]]:
         """Short descriptions of games, newest first: the games ``ids``, or the finished ones."""

@@ -135,7 +135,10 @@ export class Analysis {
     const full = this.full.get(ply);
     if (full) return { data: { ...full, simulations: full.sims }, source: "stored", engine: full.engine };
     const compact = room.evals[String(ply)];
-    if (compact) return { data: { shares: compact.shares, top: [], simulations: compact.sims, exact: compact.exact }, source: "stored" };
+    if (compact) {
+      return { data: { shares: compact.shares, top: [], simulations: compact.sims, exact: compact.exact }, source: "stored",
+        engine: compact.engine };
+    }
     return null;
   }
 

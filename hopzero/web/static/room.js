@@ -127,7 +127,7 @@ async function handle(msg) {
     if (live()) render();
   } else if (msg.type === "eval") {
     if (msg.line !== r.line) return;
-    r.evals[String(msg.ply)] = { shares: msg.eval.shares, sims: msg.eval.sims, exact: msg.eval.exact };
+    r.evals[String(msg.ply)] = { shares: msg.eval.shares, sims: msg.eval.sims, exact: msg.eval.exact, engine: msg.eval.engine };
     r.marks = msg.marks;
     ui.analysis.onRoomMessage(msg);
     render();
