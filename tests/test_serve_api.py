@@ -111,8 +111,13 @@ def test_engines_offered_with_named_levels_within_the_limits(live):
     model = info["engines"][0]
     assert [lv["level"] for lv in model["levels"]] == ["beginner", "club", "strong", "max"]
     assert [lv["number"] for lv in model["levels"]] == [8, 64, 256, 500]  # Max (800) capped at --max-sims 500
+    # the race plan stops at depth 3 (depth 4 takes seconds a move): Max is not listed apart
     alphabeta = next(e for e in info["engines"] if e["choice"]["kind"] == "alphabeta")
-    assert alphabeta["unit"] == "depth" and max(lv["number"] for lv in alphabeta["levels"]) == 3  # --max-depth 3
+    assert alphabeta["unit"] == "depth" and [lv["number"] for lv in alphabeta["levels"]] == [1, 2, 3]
+    seats = live.ok("/api/games", {"preset": "star6", "seats": [person()] + [engine("alphabeta", level="max")] * 5})
+    assert seats["room"]["seats"][1]["spec"] == "alphabeta:depth=3,opponents=still"
+    two = live.get("/api/presets/cc49").json()["engines"]
+    assert [lv["number"] for lv in next(e for e in two if e["choice"]["kind"] == "alphabeta")["levels"]] == [1, 2, 3]  # --max-depth 3
     assert info["default_engine"] == {"kind": "model", "level": "club", "number": None, "run": 0}
     # star4 ships no model: alpha-beta is its default and analysis uses playouts
     star4 = live.get("/api/presets/star4").json()

@@ -13,6 +13,11 @@ moves and hop chains are most numerous). One reply from the start position first
 Meanwhile a task on the loop sleeps ``TICK_S`` at a time; ``loop_lag_max_ms`` is the longest it
 overslept: what a page's request waits at worst while the engine thinks.
 
+Each reply is timed twice: on the wall clock (``mean_s``, ``max_s``: what a person waits) and in
+the CPU time of the thread that thinks (``cpu_mean_s``, ``cpu_max_s``). The search runs on one
+thread, so on an idle machine the two agree; on a shared machine the CPU time is what the reply
+costs, whatever else runs.
+
 ``--presets`` and ``--levels`` take lists; every pair is one entry of ``results``. With one pair,
 its figures are also the report's own keys.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -76,11 +82,18 @@ def game_positions(rules: Rules, count: int, seed: int) -> list[Any]:
     return out
 
 
-async def _replies(thinker: Any, states: list[Any]) -> tuple[list[float], float]:
-    """Each state's reply time, thought on a worker thread as the server does, and the loop's
-    longest oversleep meanwhile (seconds)."""
+def _timed_think(thinker: Any, state: Any) -> float:
+    """Think about ``state`` (on the calling worker thread); the thread's CPU seconds."""
     from hopzero.web.thinking import think
 
+    start = time.thread_time()
+    think(thinker, state, progress=lambda _: None)
+    return time.thread_time() - start
+
+
+async def _replies(thinker: Any, states: list[Any]) -> tuple[list[float], list[float], float]:
+    """Each state's reply time and CPU time, thought on a worker thread as the server does, and
+    the loop's longest oversleep meanwhile (seconds)."""
     loop = asyncio.get_running_loop()
     lag = 0.0
     done = asyncio.Event()
@@ -93,15 +106,15 @@ async def _replies(thinker: Any, states: list[Any]) -> tuple[list[float], float]
             lag = max(lag, time.perf_counter() - t - TICK_S)
 
     tick = asyncio.create_task(ticker())
-    times = []
+    times, cpu = [], []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopzero-engine") as pool:
         for state in states:
             t = time.perf_counter()
-            await loop.run_in_executor(pool, lambda s=state: think(thinker, s, progress=lambda _: None))
+            cpu.append(await loop.run_in_executor(pool, _timed_think, thinker, state))
             times.append(time.perf_counter() - t)
     done.set()
     await tick
-    return times, lag
+    return times, cpu, lag
 
 
 async def _one(engines: Any, rules: Rules, choice: Any, states: list[Any], seed: int) -> dict[str, Any]:
@@ -115,14 +128,16 @@ async def _one(engines: Any, rules: Rules, choice: Any, states: list[Any], seed:
         if choice.kind == "model":
             raise BenchError(f"no shipped model for {rules.name} (choose --kind alphabeta, rollout, greedy or random)") from None
         raise BenchError(str(exc)) from None
-    [first], _ = await _replies(thinker, [new_state(rules)])
-    times, lag = await _replies(thinker, states)
+    [first], _, _ = await _replies(thinker, [new_state(rules)])
+    times, cpu, lag = await _replies(thinker, states)
     return {
         "preset": rules.name, "kind": engine.kind, "level": engine.level, "number": engine.number,
         "player": engine.spec, "sims": engine.number if engine.kind in ("model", "run", "rollout") else None,
         "positions": len(times), "first_s": round(first, 4),
         "mean_s": round(statistics.fmean(times), 4), "median_s": round(statistics.median(times), 4),
-        "max_s": round(max(times), 4), "loop_lag_max_ms": round(1000 * lag, 2),
+        "max_s": round(max(times), 4), "cpu_mean_s": round(statistics.fmean(cpu), 4),
+        "cpu_max_s": round(max(cpu), 4), "loop_lag_max_ms": round(1000 * lag, 2),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
@@ -179,6 +194,7 @@ def run(args: argparse.Namespace) -> Report:
                        positions=args.positions, seed=args.seed)
     lines = [f"{r['player']} on {r['preset']}{' (' + r['level'] + ')' if r['level'] else ''}, {r['positions']} "
              f"mid-game positions: {r['mean_s']:.3f} s mean, {r['median_s']:.3f} s median, {r['max_s']:.3f} s max "
-             f"a reply (first: {r['first_s']:.3f} s); event loop lag at most {r['loop_lag_max_ms']:.1f} ms"
+             f"a reply (CPU {r['cpu_mean_s']:.3f} s mean, {r['cpu_max_s']:.3f} s max; first: {r['first_s']:.3f} s); "
+             f"event loop lag at most {r['loop_lag_max_ms']:.1f} ms"
              for r in data["results"]]
     return Report(data, "\n".join(lines))

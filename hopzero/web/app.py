@@ -24,7 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from ccengine import PRESET_NAMES
 
 from . import routes_analysis, routes_games, routes_runs, routes_tables
-from .engines import ANALYSIS_SIMS, LEVELS
+from .engines import ANALYSIS_SIMS, LEVELS, RACE_PLAN_LEVELS
 from .gamefile import MAX_FILE_BYTES
 from .geometry import board_info
 from .limits import ChoiceError, Limits
@@ -143,7 +143,8 @@ def create_app(
             "limits": {"max_simulations": limits.max_simulations, "max_depth": limits.max_depth,
                        "max_searches": limits.max_searches, "max_rooms": limits.max_rooms,
                        "keep_days": limits.keep_days},
-            "levels": {kind: {"unit": unit, "numbers": list(numbers)} for kind, (unit, numbers) in LEVELS.items()},
+            "levels": {**{kind: {"unit": unit, "numbers": list(numbers)} for kind, (unit, numbers) in LEVELS.items()},
+                       "alphabeta-race-plan": {"unit": RACE_PLAN_LEVELS[0], "numbers": list(RACE_PLAN_LEVELS[1])}},
             "analysis_sims": ANALYSIS_SIMS,
             "runs": [{"index": i, "name": p.name, "preset": server.runs.preset(i)}
                      for i, p in enumerate(server.runs.paths)],

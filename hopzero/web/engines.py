@@ -10,10 +10,11 @@ network), ``alphabeta`` (the classical search; with three or more seats the race
 ``opponents=still``, stronger there than the paranoid search, docs/STRENGTH.md), ``rollout``
 (MCTS valued by greedy playouts, no network), ``greedy`` and ``random``.
 
-Levels (:data:`LEVELS`): Beginner, Club, Strong and Max, each a number of simulations (the
+Levels (:func:`levels`): Beginner, Club, Strong and Max, each a number of simulations (the
 searches) or a depth (alpha-beta); Max is chosen so that star6, the slowest board, gets its
-reply within two seconds on a two-core machine (docs/BENCHMARKS.md, "Rooms"). A raw number may
-be given instead, up to the server's limits.
+reply well within two seconds of one core (docs/BENCHMARKS.md, "Rooms"). Alpha-beta's race plan
+(three or more seats) stops at depth 3: depth 4 costs up to four seconds a move on star6, so its
+Max is its Strong. A raw number may be given instead, up to the server's limits.
 """
 
 from __future__ import annotations
@@ -32,19 +33,31 @@ from .models import ModelLibrary
 from .runs import RunDirs
 from .thinking import Searcher, Thinker
 
-__all__ = ["ANALYSIS_SIMS", "LEVELS", "LEVEL_NAMES", "Engine", "EngineChoice", "Engines", "Level"]
+__all__ = ["ANALYSIS_SIMS", "LEVELS", "LEVEL_NAMES", "RACE_PLAN_LEVELS", "Engine", "EngineChoice", "Engines", "Level",
+           "levels"]
 
 Kind = Literal["model", "run", "alphabeta", "rollout", "greedy", "random"]
 Level = Literal["beginner", "club", "strong", "max"]
 LEVEL_NAMES: tuple[str, ...] = ("beginner", "club", "strong", "max")
 
-#: ``(unit, numbers at Beginner, Club, Strong, Max)`` of each kind that has levels.
+#: ``(unit, numbers at Beginner, Club, Strong, Max)`` of each kind that has levels (alpha-beta's
+#: with two seats; :data:`RACE_PLAN_LEVELS` with more).
 LEVELS: dict[str, tuple[str, tuple[int, int, int, int]]] = {
     "model": ("simulations", (8, 64, 256, 800)),
     "run": ("simulations", (8, 64, 256, 800)),
-    "rollout": ("simulations", (50, 200, 500, 1000)),
+    "rollout": ("simulations", (100, 400, 1000, 2000)),
     "alphabeta": ("depth", (1, 2, 3, 4)),
 }
+#: Alpha-beta's levels with three or more seats (the race plan ``opponents=still``).
+RACE_PLAN_LEVELS = ("depth", (1, 2, 3, 3))
+
+
+def levels(kind: str, players: int) -> tuple[str, tuple[int, int, int, int]] | None:
+    """``(unit, numbers at each level)`` of ``kind`` for games of ``players`` seats; None for a
+    kind without levels (greedy, random)."""
+    if kind == "alphabeta" and players > 2:
+        return RACE_PLAN_LEVELS
+    return LEVELS.get(kind)
 #: Simulations of the evaluation the server stores for every position of a game (the win-chance
 #: graph, the mistakes), by the kind of the game's analysis engine.
 ANALYSIS_SIMS = {"model": 64, "run": 64, "rollout": 200}
@@ -139,13 +152,17 @@ class Engines:
         for kind, run in kinds:
             entry: dict[str, Any] = {"choice": {"kind": kind, **({"run": run} if run is not None else {})},
                                      "label": self._title(kind, run, rules)}
-            if kind in LEVELS:
-                unit, numbers = LEVELS[kind]
+            found = levels(kind, rules.players)
+            if found is not None:
+                unit, numbers = found
                 cap = self._cap(kind)
                 entry["unit"] = unit
                 entry["max_number"] = cap
-                entry["levels"] = [{"level": name, "label": name.capitalize(), "number": min(n, cap)}
-                                   for name, n in zip(LEVEL_NAMES, numbers)]
+                offered: list[dict[str, Any]] = []
+                for name, n in zip(LEVEL_NAMES, numbers):
+                    if not offered or min(n, cap) > offered[-1]["number"]:  # a level as strong as the one before is left out
+                        offered.append({"level": name, "label": name.capitalize(), "number": min(n, cap)})
+                entry["levels"] = offered
             out.append(entry)
         return out
 
@@ -178,8 +195,9 @@ class Engines:
                                   f"(it trains {self.runs.preset(choice.run)!r}, or has promoted none yet)")
         number: int | None = None
         level: str | None = None
-        if kind in LEVELS:
-            unit, numbers = LEVELS[kind]
+        found = levels(kind, rules.players)
+        if found is not None:
+            unit, numbers = found
             if choice.number is not None:
                 number = choice.number
                 if number > self._cap(kind):
