@@ -548,6 +548,10 @@ def test_a_runs_games_replay_move_by_move_and_the_tables(server, browser, shots)
             for cell, owner in pieces:
                 board[cell] = owner
             assert board == list(state.board)
+    # the picture: near the end of the last game replayed, its last move drawn
+    browser.find_element(By.ID, "replay-last").click()
+    browser.find_element(By.ID, "replay-back").click()
+    _wait(browser).until(lambda d: _replay_ply(d) == len(data["moves"]) - 1)
     browser.execute_script("document.getElementById('replay').scrollIntoView()")
     browser.save_screenshot(str(shots / "web-replay.png"))
     # the tables: the cc49 round robin, and the star3 ladder of pairwise comparisons

@@ -45,18 +45,23 @@ export class Analysis {
     if (!this.link.send({ type: "analyze", req: this.req, ply, line: room.line, sims: sims || this.sims() })) {
       say("Not connected to the server: the analysis starts when the connection is back.");
     }
-    this.render();
+    this.host.redraw();
   }
 
   toggle() {
     this.on = !this.on;
     $("analyse").setAttribute("aria-pressed", String(this.on));
     $("analyse").textContent = this.on ? "Analysing: on" : "Analyse";
-    if (this.on) this.ask(this.host.ply()); else this.stop();
+    if (this.on) this.ask(this.host.ply()); else { this.stop(); this.host.redraw(); }
   }
 
   stop() {
     if (this.link) this.link.send({ type: "stop" });
+  }
+
+  // Whether an analysis of this page is on or on its way.
+  running() {
+    return this.on || Boolean(this.result && !this.result.final && this.result.req === this.req);
   }
 
   askHint() {

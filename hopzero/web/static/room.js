@@ -371,6 +371,7 @@ function renderActions() {
   $("resign").hidden = r.board_info.players !== 2;
   $("resign").disabled = r.over || !held.length;
   $("hint").disabled = r.over || !live();
+  $("stop").disabled = !ui.analysis.running();
   $("first").disabled = $("back").disabled = ui.ply === 0;
   $("next").disabled = $("last").disabled = live();
   $("load-position").disabled = !held.length || others;
