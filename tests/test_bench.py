@@ -58,6 +58,10 @@ CASES = {
         ("--preset", "cc49", "--sims", "8", "--positions", "2", "--seed", "1"),
         {"mean_s", "median_s", "max_s", "first_s", "loop_lag_max_ms", "positions", "player", "sims"},
     ),
+    "rooms": (
+        ("--preset", "star2", "--games", "2", "--plies", "2"),
+        {"rss_mb", "peak_rss_mb", "rss_start_mb", "games", "plies_played", "evaluations", "models_loaded"},
+    ),
     "games": (
         ("--preset", "star3", "--games", "3", "--seed", "1"),
         {"mean_plies", "mean_legal_moves", "score_by_seat", "wins_by_seat", "draws", "end_reasons", "players"},

@@ -352,8 +352,8 @@ def cells_command(position: Position) -> str:
 
 
 def web_points(rules: Rules) -> list[tuple[float, float]]:
-    """Where the browser draws each cell (``hopzero.web.board.cell_points``)."""
-    from hopzero.web.board import cell_points
+    """Where the browser draws each cell (``hopzero.web.geometry.cell_points``)."""
+    from hopzero.web.geometry import cell_points
 
     return cell_points(rules)
 

@@ -29,6 +29,7 @@ from hopzero.bench import (
     network,
     replay,
     reply,
+    rooms,
     selfplay,
 )
 from hopzero.bench.common import ArgKit, BenchError, Report, machine
@@ -36,7 +37,7 @@ from hopzero.bench.common import ArgKit, BenchError, Report, machine
 __all__ = ["BENCHMARKS", "ArgKit", "BenchError", "Report", "add_parsers", "run"]
 
 _MODULES: tuple[ModuleType, ...] = (
-    movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay, reply, games,
+    movegen, selfplay, actor, heuristic, network, learner, match, alphabeta, replay, reply, rooms, games,
 )
 
 #: Every benchmark by name, in the order ``hopzero bench --help`` lists them.

@@ -27,14 +27,41 @@ from evaluator.game_log import FILE as GAMES_FILE
 from evaluator.game_log import game_scores, read_games
 from plumbing.run_files import read_jsonl
 
-from .board import Game, GameError
+from .game import Game, GameError
+from .limits import ChoiceError
 
-__all__ = ["WATCHED", "run_game", "run_stamp", "run_summary"]
+__all__ = ["WATCHED", "RunDirs", "run_game", "run_stamp", "run_summary"]
 
 #: The files whose changes the live view follows.
 WATCHED = ("evaluations.jsonl", "promotions.jsonl", "elo.json", "best.json", "run.json", GAMES_FILE)
 #: The most gate rows, promotions and games listed (the newest).
 MAX_ROWS = 200
+
+
+class RunDirs:
+    """The run directories given on the command line, referred to by index only."""
+
+    def __init__(self, paths: list[str | Path]) -> None:
+        self.paths = [Path(p).resolve() for p in paths]
+        for p in self.paths:
+            if not p.is_dir():
+                raise ChoiceError(f"--run-dir {p}: no such directory")
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def get(self, index: int) -> Path:
+        """The run directory of ``index``; :class:`ChoiceError` when there is none."""
+        if not 0 <= index < len(self.paths):
+            raise ChoiceError(f"run {index} does not exist; the server has {len(self.paths)} run(s)")
+        return self.paths[index]
+
+    def preset(self, index: int) -> str | None:
+        """The preset the run trains (its run.json), None when unreadable."""
+        try:
+            return str(json.loads((self.get(index) / "run.json").read_text(encoding="utf-8"))["preset"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
 
 def run_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
@@ -154,18 +181,18 @@ def run_game(path: Path, game_id: int) -> dict[str, Any]:
         raise LookupError(f"run {path.name} keeps no game {game_id} (it keeps the newest evaluation games)")
     try:
         rules = Rules.from_dict(entry["rules"])
-        game = Game(rules, 0, {}, parse_position(rules, str(entry["start"])))
+        game = Game(rules, parse_position(rules, str(entry["start"])))
         moves = [(int(m[0]), int(m[1])) for m in entry["moves"]]
     except (KeyError, TypeError, ValueError, IndexError) as exc:  # RulesError, NotationError included
         raise GameError(f"game {game_id} of run {path.name} cannot be replayed: {exc}") from None
     for number, move in enumerate(moves, 1):
         try:
-            game.play(move)
+            game.play(move, by="", wall=0.0)
         except GameError as exc:
             raise GameError(f"game {game_id}, move {number}: {exc}") from None
     return {
         "id": game_id, "kind": entry.get("kind"), "players": entry.get("players"),
-        "model_versions": entry.get("model_versions"), "scores": list(game.state.scores() or ()) or None,
+        "model_versions": entry.get("model_versions"), "result": game.result(),
         "start_board": [int(v) for v in game.start.board],
-        "moves": [list(m) for m in game.moves], "paths": game.paths, "rules": rules,
+        "moves": [list(r.move) for r in game.records], "paths": [list(r.path) for r in game.records], "rules": rules,
     }
