@@ -1299,12 +1299,13 @@ cdef class SearchForest:
           priors of leaf i's legal moves in the order of ``legal``. They are renormalised over
           the legal moves (negative or non-finite entries count as 0; an all-zero row becomes
           uniform; a single legal move gets 1).
-        - ``values``: two players: float32 ``[>= n]``: leaf values in [-1, 1] from the view of
-          the player to move at the leaf (clipped to [-1, 1]; NaN counts as 0). Three or more
-          players (max-n): float32 ``[>= n, P]``: row i, each seat's expected share of the
-          result at leaf i, by absolute seat (negative or non-finite entries count as 0, the
-          row is renormalised to sum 1, an all-zero row becomes 1/P each); the tree keeps them
-          as ``2 * share - 1`` so that two and more players share one scale.
+        - ``values``: float32 ``[>= n, P]``: row i, each seat's expected share of the result at
+          leaf i, by absolute seat (negative or non-finite entries count as 0, the row is
+          renormalised to sum 1, an all-zero row becomes 1/P each); the tree keeps them as
+          ``2 * share - 1`` so that two and more players share one scale (two players: the
+          mover's entry alone). Two players may also give float32 ``[>= n]``, the fast form of
+          the same: the mover's ``2 * share - 1`` in [-1, 1] (clipped; NaN counts as 0), what a
+          two-player network's one tanh output and the C playouts give.
         - ``opponent`` (``model_opponent`` only, and then required): float32
           ``[>= n, k * cells]``: row i, the opponent model's logits at leaf i over the reply of
           the player not to move there, by absolute policy index (only their order matters).
@@ -1319,21 +1320,19 @@ cdef class SearchForest:
         cdef double vv[MAX_PLAYERS]
         cdef float[::1] v1
         cdef float[:, ::1] vn
-        cdef int q, P = self.players
+        cdef int q, P = self.players, scalar = 0
         if n == 0:
             return
-        if P == 2:
-            if np.ndim(values) != 1:
-                raise ValueError(f"values must be float32 [>= {n}] (one scalar per leaf: two players), "
-                                 f"got shape {np.shape(values)}")
+        if P == 2 and np.ndim(values) == 1:  # the two-player fast form: the mover's value
             v1 = values
             vn = None
+            scalar = 1
             if priors.shape[0] < n or v1.shape[0] < n:
                 raise ValueError(f"priors and values need >= {n} rows")
         else:
             if np.ndim(values) != 2 or np.shape(values)[1] != P:
-                raise ValueError(f"values must be float32 [>= {n}, {P}] (one share per seat: "
-                                 f"{P} players), got shape {np.shape(values)}")
+                raise ValueError(f"values must be float32 [>= {n}, {P}] (one share per seat: {P} players"
+                                 + (", or one value per leaf" if P == 2 else "") + f"), got shape {np.shape(values)}")
             vn = values
             v1 = None
             if priors.shape[0] < n or vn.shape[0] < n:
@@ -1372,7 +1371,7 @@ cdef class SearchForest:
                     memcpy(&tr.opp[<size_t>x * tr.opp_width], &opponent[i, 0], tr.opp_width * sizeof(float))
                 if x == 0 and tr.noise_pending:
                     self._mix_noise(tr)
-                if P == 2:
+                if scalar:
                     v = v1[i]
                     if not isfinite(v):
                         v = 0.0
@@ -1386,7 +1385,10 @@ cdef class SearchForest:
                         total += vv[q]
                     for q in range(P):
                         vv[q] = 2.0 * (vv[q] / total if total > 0 else 1.0 / P) - 1.0
-                    self._backup_vec(tr, x, vv, 1)
+                    if P == 2:  # the two-player tree keeps the mover's value only
+                        self._backup(tr, x, vv[nd.state.to_move], 1)
+                    else:
+                        self._backup_vec(tr, x, vv, 1)
             self.num_pending = 0
 
     # -- results -------------------------------------------------------------------------------

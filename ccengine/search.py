@@ -205,8 +205,8 @@ class Evaluator(Protocol):
 
 
 class UniformEvaluator:
-    """No knowledge: uniform priors over the legal moves, value 0 everywhere (three or more
-    players: an equal share ``1 / players`` for every seat)."""
+    """No knowledge: uniform priors over the legal moves and an equal share ``1 / players`` of the
+    result for every seat."""
 
     needs_states: ClassVar[bool] = False
     players: int = 2
@@ -221,10 +221,8 @@ class UniformEvaluator:
         m = legal.shape[1]
         inv = (1.0 / np.maximum(counts, 1)).astype(np.float32)
         priors = np.where(np.arange(m, dtype=np.int32)[None, :] < counts[:, None], inv[:, None], np.float32(0))
-        if self.players > 2:
-            return priors.astype(np.float32, copy=False), np.full((len(counts), self.players), 1.0 / self.players,
-                                                                  dtype=np.float32)
-        return priors.astype(np.float32, copy=False), np.zeros(len(counts), dtype=np.float32)
+        return priors.astype(np.float32, copy=False), np.full((len(counts), self.players), 1.0 / self.players,
+                                                              dtype=np.float32)
 
 
 # ---------------------------------------------------------------------------------------------

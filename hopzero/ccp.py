@@ -75,10 +75,7 @@ class Limits:
 
 
 def _outcome(state: Any) -> str:
-    """How a finished game ended, for messages: ``result +1`` (two players, player 0's side) or
-    ``scores 0,1,0`` (the score vector of more players)."""
-    if state.players == 2:
-        return f"result {state.result():+d}"
+    """How a finished game ended, for messages: its result vector, ``scores 0,1,0``."""
     return "scores " + ",".join(f"{x:g}" for x in state.scores())
 
 

@@ -159,7 +159,7 @@ class AuxTargetStore:
                         else np.broadcast_to(ident, (players, rules.cells)))
         self._goals = np.array(sorted(set().union(*(rules.geometry.goal(p) for p in range(players)))), dtype=np.int64)
         self._side = plane_side(rules)
-        perm = seat_reflection(rules) if players > 2 else None
+        perm = seat_reflection(rules)
         # A reflected sample's seat i (after the mover) was seat perm[i]: class 1 + s becomes 1 + inverse[s].
         self._perm = perm
         self._inverse = np.argsort(perm) if perm is not None else np.arange(players)

@@ -373,7 +373,7 @@ def validate_record(rec: GameRecord) -> Rules:
         raise _fail(f"model_version {rec.model_version} < -1")
     if not 0 <= rec.seed < 2**64:
         raise _fail(f"seed {rec.seed} outside 0..2**64-1")
-    if players > 2 and rec.kind != "search":
+    if players > 2 and rec.kind != "search":  # DQN plays the seed paper's two-player game against greedy
         raise _fail(f"a {rec.kind} record of {players} players: only search records have three or more")
 
     for name, allowed in _ARRAYS.items():
@@ -412,8 +412,7 @@ def validate_record(rec: GameRecord) -> Rules:
     _check_positions("pieces", rec.pieces, cells)
     tm = rec.to_move.astype(np.int64)
     if ((tm < 0) | (tm >= players)).any():
-        raise _fail("to_move has a value other than 0/1" if players == 2 else
-                    f"to_move has a value outside 0..{players - 1}")
+        raise _fail(f"to_move has a value outside 0..{players - 1}")
     if (tm[1:] != (tm[:-1] + 1) % players).any():
         raise _fail("to_move does not alternate in seat order (positions must be consecutive plies)")
     missing = (rec.start_pieces < 0).reshape(h0, players * k)

@@ -153,7 +153,7 @@ STAR_GARBAGE = {
     "3000-digit cell": (b"position startpos moves 3-" + b"9" * 3000, "(3000 characters)"),
     "a move after the game's end": (
         _star_cells(_WON121, player="1", ply="101") + b" moves 40-29",
-        "move 1 '40-29' (ply 101, player 1): the game is already over (result +1)",
+        "move 1 '40-29' (ply 101, player 1): the game is already over (scores 1,0)",
     ),
 }
 

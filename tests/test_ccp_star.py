@@ -112,12 +112,13 @@ def test_whole_star2_games_refereed_move_by_move(engine, players, seeds):
         e.send("go nodes 1")
         lines = e.until("bestmove")
         if ref.end_reason == "repetition":
-            assert lines[0] == ("info string the game is over in this engine's history (repetition, result +0); "
+            assert lines[0] == ("info string the game is over in this engine's history (repetition, scores 0.5,0.5); "
                                 "the position has legal moves: playing on from it"), lines
             path = [int(c) for c in lines[-1].split()[1].split("-")]
             assert (path[0], path[-1]) in ReferenceState(RULES, ref.board, ref.to_move, ref.ply).legal_moves()
         else:
-            assert lines == [f"info string error the game is over (result {ref.result():+d})", "bestmove pass"], lines
+            scores = ",".join(f"{x:g}" for x in ref.scores())
+            assert lines == [f"info string error the game is over (scores {scores})", "bestmove pass"], lines
         assert e.close() == 0
         assert "Traceback" not in e.stderr()
 
@@ -147,7 +148,7 @@ def test_the_repetition_draw_needs_the_history_the_engine_kept(engine):
         state.play(m)
         follower.send(_cells_command(state))
     assert state.is_terminal() and state.end_reason == "repetition" and state.ply == 8
-    belief = ("info string the game is over in this engine's history (repetition, result +0); "
+    belief = ("info string the game is over in this engine's history (repetition, scores 0.5,0.5); "
               "the position has legal moves: playing on from it")
     follower.send("go nodes 1")
     lines = follower.until("bestmove")

@@ -163,6 +163,32 @@ def test_visit_counts_add_up(leaves, parent_visits):
         assert math.isclose(float(priors.sum()), 1.0, rel_tol=1e-5)
 
 
+class SharesEvaluator(HashEvaluator):
+    """:class:`HashEvaluator`'s values as result vectors by seat: what every evaluator may return."""
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        priors, values = super().evaluate(pieces, to_move, legal, counts)
+        mover = (1 + values) / 2
+        shares = np.empty((len(values), 2), np.float32)
+        shares[np.arange(len(values)), to_move] = mover
+        shares[np.arange(len(values)), 1 - to_move.astype(np.int64)] = 1 - mover
+        return priors, shares
+
+
+def test_two_players_take_result_vectors_as_the_same_values():
+    """The search takes a value per seat for two players as for more; the two-player fast form (the
+    mover's value alone) searches the same tree."""
+    results = []
+    for evaluator in (HashEvaluator(), SharesEvaluator()):
+        search = BatchedSearch(CC49, 2, EVAL.replace(num_simulations=120), rng=np.random.default_rng(3))
+        for g in range(2):
+            search.set_root(g, State(CC49))
+        results.append(search.search(evaluator))
+    for one, other in zip(*results):
+        np.testing.assert_array_equal(one.visits, other.visits)
+        assert one.root_value == pytest.approx(other.root_value, abs=1e-6)
+
+
 def test_select_writes_buffers_and_refuses_misuse():
     tables = tables_for(SMALL)
     forest = SearchForest(tables, 2, history=2)

@@ -56,7 +56,7 @@ RACE_PLAN_LEVELS = ("depth", (1, 2, 3, 3))
 def levels(kind: str, players: int) -> tuple[str, tuple[int, int, int, int]] | None:
     """``(unit, numbers at each level)`` of ``kind`` for games of ``players`` seats; None for a
     kind without levels (greedy, random)."""
-    if kind == "alphabeta" and players > 2:
+    if kind == "alphabeta" and players > 2:  # the race plan: a plan of the mover's own moves needs others to wait
         return RACE_PLAN_LEVELS
     return LEVELS.get(kind)
 #: Simulations of the evaluation the server stores for every position of a game (the win-chance
@@ -112,6 +112,7 @@ def _spec(kind: str, number: int | None, run: int | None, players: int) -> str:
     if kind == "rollout":
         return f"mcts-rollout:sims={number}"
     if kind == "alphabeta":
+        # three or more players race: the race plan (opponents=still) plays them best (docs/BENCHMARKS.md)
         return f"alphabeta:depth={number}" + (",opponents=still" if players > 2 else "")
     return kind
 
@@ -172,7 +173,7 @@ class Engines:
             return f"hopzero {rules.name} model"
         if kind == "run" and run is not None:
             return f"best of run {run} ({self.runs.paths[run].name})"
-        if kind == "alphabeta" and rules.players > 2:
+        if kind == "alphabeta" and rules.players > 2:  # the race plan, as engine_spec builds it
             return "Alpha-beta (race plan)"
         return _TITLES[kind]
 
