@@ -287,12 +287,7 @@ class TransitionWindow(WindowMirror):
         """``batch_size`` transitions drawn uniformly (with replacement) from the window; with
         ``augment`` each is reflected with probability 1/2 (both positions, the action and the
         legal moves together)."""
-        size = self.size
-        if size == 0:
-            raise ValueError("the window is empty: nothing to sample (warm up first)")
-        serial = (self._positions - size) + rng.integers(0, size, batch_size)
-        slots = serial % self.window
-        tm = self._to_move[slots].astype(np.int64)
+        serial, slots, tm = self._draw(batch_size, rng)
         planes = self.encoding.encode(self._hist[slots], tm)
         next_planes = self.encoding.encode(self._next_hist[slots], tm)
         psize = self.encoding.policy_size

@@ -312,12 +312,7 @@ class WindowMirror:
         occupancy planes and value entries are permuted with it; star4 has no reflection that
         keeps its seating (docs/TRAINING.md) and is not augmented.
         """
-        size = self.size
-        if size == 0:
-            raise ValueError("the window is empty: nothing to sample (warm up first)")
-        serial = (self._positions - size) + rng.integers(0, size, batch_size)
-        slots = serial % self.window
-        tm = self._to_move[slots].astype(np.int64)
+        serial, slots, tm = self._draw(batch_size, rng)
         planes = self.encoding.encode(self._hist[slots], tm)
 
         policy = np.zeros((batch_size, self.encoding.policy_size), dtype=np.float32)
@@ -358,6 +353,16 @@ class WindowMirror:
         return Batch(planes=planes, policy=policy, value=value.astype(np.float32), opponent_policy=opponent,
                      weight=self._weight[slots].copy(), reflected=flip, index=serial.astype(np.int64),
                      aux=None if self.aux is None else self.aux.sample(slots, tm, flip))
+
+    def _draw(self, batch_size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``batch_size`` positions drawn uniformly (with replacement): their serial numbers, ring
+        slots and sides to move."""
+        size = self.size
+        if size == 0:
+            raise ValueError("the window is empty: nothing to sample (warm up first)")
+        serial = (self._positions - size) + rng.integers(0, size, batch_size)
+        slots = serial % self.window
+        return serial, slots, self._to_move[slots].astype(np.int64)
 
     def try_sample(self, batch_size: int, rng: np.random.Generator, augment: bool = True) -> Batch | None:
         """A batch when the limiter allows one (without a limiter: when the window is not empty)."""
