@@ -14,7 +14,7 @@ Memory layout (per tree, no Python object per node):
   loss, prior P), the move and its policy index. An edge's child node exists only once the
   edge has been selected (``child == -1`` before), so a node costs nothing until it is visited.
 - ``nodes``: one growable array of :c:type:`Node`, one per visited position: the engine state by
-  value (a 64-byte POD), the piece-ID list, the range of its edges and the link to its parent.
+  value (a plain C struct), the piece-ID list, the range of its edges and the link to its parent.
   Node 0 is always the root (tree reuse compacts the kept subtree so that this stays true).
 - The root has no incoming edge; its own N, W and virtual loss live in the tree.
 

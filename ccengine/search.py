@@ -187,9 +187,10 @@ class Evaluator(Protocol):
     - ``counts``: int32 ``[B]``.
 
     Returns ``priors`` float32 ``[B, M]`` (entry i: prior of ``legal[b, i]``; renormalised by
-    the search) and ``values``: two players, float32 ``[B]`` in [-1, 1] from the leaf mover's
-    view; three or more (max-n), float32 ``[B, P]``, each absolute seat's expected share of the
-    result (a probability vector: the winners share 1).
+    the search) and ``values``: float32 ``[B, P]``, each absolute seat's expected share of the
+    result (a probability vector: the winners share 1), for any number of players; two players may
+    give instead float32 ``[B]``, the leaf mover's value in [-1, 1] (the compiled search's fast
+    form, what a two-player network's one tanh output gives).
     An evaluator with a true class attribute ``needs_states`` is also passed
     ``states=`` uint8 ``[B, STATE_BYTES]``, the leaves' engine states (rollouts need them).
 

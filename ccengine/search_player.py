@@ -29,7 +29,7 @@ Move = tuple[int, int]
 
 
 def game_piece_history(rules: Rules, state: Any, depth: int) -> np.ndarray:
-    """Piece lists ``[depth, 2, k]`` of ``state`` and the states before it, IDs tracked from the
+    """Piece lists ``[depth, P, k]`` of ``state`` and the states before it, IDs tracked from the
     earliest state the game object remembers (its undo history), as in a training record."""
     boards = [tuple(state.board)]
     past = state.copy()

@@ -91,7 +91,7 @@ def reflect_cells(rules: Rules, cells: np.ndarray) -> np.ndarray:
 
 
 def reflect_pieces(rules: Rules, pieces: np.ndarray) -> np.ndarray:
-    """Reflect piece lists ``[..., H, 2, k]`` (IDs unchanged, cells reflected, -1 kept)."""
+    """Reflect piece lists ``[..., H, P, k]`` (IDs unchanged, cells reflected, -1 kept)."""
     return reflect_cells(rules, pieces)
 
 

@@ -1,13 +1,13 @@
 """The training configuration: one frozen tree composed from per-component configs.
 
-Two names select a run: the game (``--preset``: a RULES.md preset) and the training
+Two names select a run: the game (``--preset``: a preset of docs/RULES.md) and the training
 configuration (``--config``: ``paper`` = the seed's Table 1 on the ``paper`` game, ``fast`` = our
 best settings and the default, ``demo`` = minutes on a laptop, ``star2`` = ``fast`` sized for the
-121-hole star, ``star3`` = ``star2`` for three players, ``star6`` = ``star3`` for six players
-with the race plan as stage 1's teacher, ``dqn`` = the seed paper's Deep
+121-hole star, ``star3`` and ``star4`` = ``star2`` for three and four players, ``star6`` =
+``star3`` for six players with the race plan as stage 1's teacher, ``dqn`` = the seed paper's Deep
 Q-learning baseline on the same system, ``algo: dqn``). The configurations are YAML files beside
-this module (``configs/NAME.yaml``) holding only what differs from the defaults written
-here; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
+this module (``configs/NAME.yaml``) holding only what differs from the defaults written here or
+from the configuration they name as their ``base``; ``--set section.key=value`` changes any field. Every level is strict: an unknown key is an
 error that names the valid ones, and every value is checked against the type, range or choices
 its section declares (``plumbing.fields``); an error names the field's dotted path
 (``network.history: must be an integer in [1, 16], got -2``). The whole tree, with its hash,

@@ -3,8 +3,8 @@
 One instance lives in a Ray actor for the whole run. Weights travel as plain dicts of numpy
 arrays (Ray's object store moves them between processes and nodes; nothing is read from disk
 per actor). Every version is published once; actors only ask for the best *version* between
-moves, a few bytes, and fetch the weights when it changed (STYLE.md: "publish each version once
-and let actors check a version number").
+moves, a few bytes, and fetch the weights when it changed: each version is published once and the
+actors check a version number.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ reply the network's opponent head rates most likely; a network without the head 
 
 ``model`` is a network file, a learner checkpoint, a run directory (its current best model) or
 ``shipped`` (the model packaged for the game's preset); without ``model``, a uniform prior and
-a zero value. ``c`` (the exploration constant) defaults to the one the model was trained with,
+an equal share of the result for every seat. ``c`` (the exploration constant) defaults to the one the model was trained with,
 as its file records, else the search's default. :data:`MCTS` is its kind, listed with every
 other in ``learner.players``.
 
@@ -157,5 +157,5 @@ MCTS = PlayerKind(
     network_player,
     options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option,
              "opponent": opponent_option, "reuse": flag},
-    description="network-guided tree search (uniform prior and zero value without a model)",
+    description="network-guided tree search (uniform prior and an equal share for every seat without a model)",
 )

@@ -325,8 +325,9 @@ def export_onnx(source: str | Path, out: str | Path, rules: Any = None) -> dict[
     cfg = net.config
     if encoding.input_shape != (cfg.in_planes, cfg.n, cfg.n) or encoding.policy_size != cfg.policy_size:
         raise ValueError(f"{source}: the network does not fit {rules.name} with encoding {encoding.name!r}")
-    rotate = (f"; when player 1 is to move the input is rotated 180 degrees and so is the destination "
-              f"(d -> {rules.cells - 1} - d)") if encoding.rotate else ""
+    rotate = ("; the board is turned into the mover's seat frame (two players: rotated 180 degrees for player 1; "
+              "three or more: turned by 60-degree steps so the mover sits at the north point) and so is the "
+              "destination: ccengine.encoding.seat_frame(rules, to_move)[d]") if encoding.rotate else ""
     metadata = {
         "format": EXPORT_FORMAT,
         "preset": rules.name,

@@ -50,7 +50,8 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "hopzero_learner_steps": ("counter", "Learner optimisation steps", ()),
     "hopzero_learner_loss": (
         "gauge",
-        "Loss terms of the last step (`total`, `value`, `policy`, `l2`; `opponent` with the opponent head; "
+        "Loss terms of the last step (`total`, `value`, `policy`, `l2`; `opponent`, `ownership`, `score` with "
+        "those heads; "
         "a DQN run: `total`, `huber`, `l2`)",
         ("term",),
     ),

@@ -1,8 +1,8 @@
 """The files of a run directory that several rooms read: the best-model pointer and JSONL logs.
 
-Lives in ``learner`` because every room above reads them: a ``model=`` option naming a run
-directory (the network player), the evaluator that writes the pointer (``evaluator.promotion``)
-and the driver. Writing the pointer -- a promotion -- is the evaluator's job.
+Lives in ``plumbing``, below every room, because several rooms read them: a ``model=`` option
+naming a run directory (the network player), the evaluator that writes the pointer
+(``evaluator.promotion``) and the driver. Writing the pointer -- a promotion -- is the evaluator's job.
 
 ``<run_dir>/best.json`` holds ``{version, path, sha256, promoted_at, score, games}``: which
 network file the actors play with. Readers check the file's SHA-256 against the pointer, so a

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from learner.players import make_player
+from learner.players import parse_spec
 
 from .args import CliError, add_preset, seed_arg
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     side = "xo".index(args.side) if args.side in ("x", "o") else int(args.side)
     if side >= args.preset.players:
         raise CliError(f"--side {args.side}: the {args.preset.name} game seats players 0..{args.preset.players - 1}")
-    make_player(args.player, args.preset, args.seed)  # a bad SPEC fails before the board is drawn
+    parse_spec(args.player)  # a bad SPEC fails before the board is drawn
     play_terminal(
         args.preset,
         args.player,

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from learner.players import make_player
+from learner.players import parse_spec
 
 from .args import CliError, add_json, add_preset, emit, int_arg, seed_arg
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
                           opponent=args.opponent)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    make_player(args.opponent, args.preset)  # a bad SPEC fails before any game
+    parse_spec(args.opponent)  # a bad SPEC fails before any game
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

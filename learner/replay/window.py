@@ -60,8 +60,8 @@ class WindowMirror:
     0.2 KB a position instead of 1.2 KB (cc49) or 3.2 KB (cc81) dense float32 (docs/REPLAY.md).
 
     Policy indices are turned into the network's frame at insert time: a record's indices are
-    absolute; an encoding with ``rotate`` sees player 1's board rotated, so its destinations
-    are rotated too (``e -> cells - 1 - e``), exactly as ``Encoding.move_indices`` does.
+    absolute; an encoding with ``rotate`` sees the board in the mover's seat frame, so its
+    destinations are turned too (``encoding.frame_indices``), exactly as ``Encoding.move_indices`` does.
 
     Positions a record does not ``keep``, and pass-only positions (no policy target), are not
     stored: they only feed the history of the positions after them.
@@ -204,7 +204,7 @@ class WindowMirror:
             return 0
         m = len(sel)
 
-        # History [m, H, 2, k]: state h plies before position t is full[h0 + t - h].
+        # History [m, H, P, k]: state h plies before position t is full[h0 + t - h].
         h = self.encoding.history
         h0 = rec.start_pieces.shape[0]
         full = np.concatenate([rec.start_pieces[::-1], rec.pieces]).astype(np.int8)
