@@ -371,7 +371,10 @@ def test_a_directory_is_never_served_twice_and_a_live_drivers_server_is_not_take
     from hopzero.redis_server import RedisDirectoryBusy
 
     directory = tmp_path / "redis"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_SERVER, str(directory)], stdout=subprocess.PIPE, text=True)
+    # cwd away from the checkout: `-c` puts the cwd first on sys.path, and the source tree has no
+    # compiled core when the package is installed non-editable
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_SERVER, str(directory)], stdout=subprocess.PIPE,
+                              text=True, cwd=tmp_path)
     try:
         pid = int(holder.stdout.readline())
         port = json.loads((directory / "server.json").read_text())["port"]

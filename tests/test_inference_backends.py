@@ -347,7 +347,7 @@ def test_exported_model_runs_in_onnx_runtime_alone(tmp_path, name):
     planes = evaluator.encoding.encode(pieces, to_move)
     np.save(tmp_path / "planes.npy", planes)
     alone = json.loads(subprocess.run([sys.executable, "-c", RUN_ALONE, str(out), str(tmp_path / "planes.npy")],
-                                      capture_output=True, text=True, check=True, timeout=120).stdout)
+                                      capture_output=True, text=True, check=True, timeout=120, cwd=tmp_path).stdout)
     assert not alone["torch_loaded"]
     assert alone["meta"] == meta
     logits, values = shipped.inference.logits(planes)
