@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from replay_helpers import random_game_record
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from ccengine._core import State

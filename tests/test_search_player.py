@@ -8,7 +8,7 @@ import pytest
 from ccengine import PieceTracker, encoding_for, new_state, parse_position, preset
 from learner.players import make_player
 from ccengine.players import PlayerSpecError
-from ccengine.search_player import SearchPlayer, game_piece_history
+from ccengine.search_player import game_piece_history
 from evaluator.arena import play_match
 
 

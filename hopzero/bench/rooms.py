@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -30,8 +31,8 @@ AT_ONCE = 8
 
 
 def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
-    """``--games``, ``--plies``, ``--data``. (``--seed`` is every benchmark's; the rooms' engines are
-    seeded from their ids, as the server seeds them.)"""
+    """``--games``, ``--plies``, ``--data``. (``--seed`` is every benchmark's: the rooms' ids come
+    from it, and the engines seed their moves from the ids, as in the server.)"""
     p.add_argument("--games", type=kit.int_at_least(1), default=64, metavar="N", help="rooms (default 64)")
     p.add_argument("--plies", type=kit.int_at_least(1), default=12, metavar="K",
                    help="moves each room plays before it is left (default 12)")
@@ -49,7 +50,7 @@ def _memory_mb() -> tuple[float, float]:
     return values["VmRSS"], values["VmHWM"]
 
 
-async def _play(rules: Rules, games: int, plies: int, data_dir: Path) -> dict[str, Any]:
+async def _play(rules: Rules, games: int, plies: int, data_dir: Path, seed: int) -> dict[str, Any]:
     from hopzero.web.engines import EngineChoice
     from hopzero.web.hall import Watcher
     from hopzero.web.limits import ChoiceError, Limits
@@ -57,7 +58,9 @@ async def _play(rules: Rules, games: int, plies: int, data_dir: Path) -> dict[st
     from hopzero.web.seats import ENGINE, Seat
     from hopzero.web.server import Server
 
-    server = Server.build(data_dir=data_dir, limits=Limits(max_rooms=games), run_dirs=[], results=[], allowed_hosts=[])
+    numbers = itertools.count()
+    server = Server.build(data_dir=data_dir, limits=Limits(max_rooms=games), run_dirs=[], results=[], allowed_hosts=[],
+                          room_ids=lambda: f"bench-{seed}-{next(numbers)}")
     hall = server.hall
     hall.start()
     try:
@@ -99,17 +102,18 @@ async def _drain(watcher: Any) -> None:
         pass
 
 
-def bench_rooms(rules: Rules, *, games: int, plies: int, data_dir: str | None) -> dict[str, Any]:
-    """Play ``games`` rooms ``plies`` moves each and measure the process's memory."""
+def bench_rooms(rules: Rules, *, games: int, plies: int, data_dir: str | None, seed: int = 0) -> dict[str, Any]:
+    """Play ``games`` rooms ``plies`` moves each and measure the process's memory; ``seed`` names
+    the rooms, and so seeds their engines."""
     rss_before, _ = _memory_mb()
     with tempfile.TemporaryDirectory(prefix="hopzero-bench-rooms-") as tmp:
-        out = asyncio.run(_play(rules, games, plies, Path(data_dir or tmp)))
+        out = asyncio.run(_play(rules, games, plies, Path(data_dir or tmp), seed))
     return {**out, "rss_start_mb": round(rss_before, 1)}
 
 
 def run(args: argparse.Namespace) -> Report:
     """The command."""
-    data = bench_rooms(args.preset, games=args.games, plies=args.plies, data_dir=args.data)
+    data = bench_rooms(args.preset, games=args.games, plies=args.plies, data_dir=args.data, seed=args.seed)
     text = (f"{data['games']} {data['preset']} rooms of {data['player']} seats, {data['plies_played']} moves and "
             f"{data['evaluations']} evaluations in {data['seconds']} s: {data['rss_mb']} MiB resident "
             f"(peak {data['peak_rss_mb']} MiB, {data['rss_start_mb']} MiB before the server), "

@@ -17,6 +17,7 @@ import asyncio
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ccengine import preset
@@ -43,6 +44,11 @@ EXPIRE_EVERY_S = 3600.0
 ROOM_ID_BYTES = 12
 
 
+def new_room_id() -> str:
+    """A new room's id: ``ROOM_ID_BYTES`` random bytes as URL-safe text."""
+    return secrets.token_urlsafe(ROOM_ID_BYTES)
+
+
 class Watcher(Outbox):
     """One page's socket on a room: its outbox, its secrets and the seats they hold now."""
 
@@ -55,8 +61,12 @@ class Watcher(Outbox):
 class Hall:
     """Rooms in memory and in the database (see the module docstring)."""
 
-    def __init__(self, store: Store, engines: Engines, limits: Limits, pools: Pools) -> None:
+    def __init__(self, store: Store, engines: Engines, limits: Limits, pools: Pools,
+                 room_ids: Callable[[], str] | None = None) -> None:
         self.store = store
+        # engines seed their moves from the room id (turns.move_seed): a benchmark passes its own
+        # ids to replay the same games; the server's are unguessable
+        self.new_id = room_ids or new_room_id
         self.engines = engines
         self.limits = limits
         self.pools = pools
@@ -192,11 +202,6 @@ class Hall:
         row.evals = dict(loaded.evals)
         self.store.insert(row)
         return room, creator, tokens
-
-    @staticmethod
-    def new_id() -> str:
-        """A new room's id: ``ROOM_ID_BYTES`` random bytes as URL-safe text."""
-        return secrets.token_urlsafe(ROOM_ID_BYTES)
 
     # -- changes --------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,15 +46,16 @@ class Server:
 
     @classmethod
     def build(cls, *, data_dir: str | Path, limits: Limits, run_dirs: list[str | Path], results: list[str | Path],
-              allowed_hosts: list[str]) -> Server:
-        """The parts, checked (a bad ``--run-dir``, ``--results`` or ``--data`` fails here)."""
+              allowed_hosts: list[str], room_ids: Callable[[], str] | None = None) -> Server:
+        """The parts, checked (a bad ``--run-dir``, ``--results`` or ``--data`` fails here).
+        ``room_ids`` makes new rooms' ids (default: unguessable random ones)."""
         runs = RunDirs(run_dirs)
         tables = Tables(results)
         library = ModelLibrary(limits.max_models)
         engines = Engines(runs, limits, library)
         store = Store(data_dir)
         pools = Pools(limits)
-        hall = Hall(store, engines, limits, pools)
+        hall = Hall(store, engines, limits, pools, room_ids)
         return cls(limits, runs, tables, library, engines, store, pools, hall, HostCheck(allowed_hosts))
 
     async def close(self) -> None:
