@@ -53,7 +53,7 @@ from learner.players import parse_spec
 from ccengine.rules import Rules
 from learner.records import versions_now
 
-from .arena import play_match
+from .arena import check_match_options, play_match
 from .elo import EloLadder, MatchRecord, Rating
 from .results import pairing_line
 
@@ -194,6 +194,10 @@ class Tournament:
             raise TournamentError(f"games={games}: give a multiple of {self.n} (every seat rotation of {rules.name})")
         if len(players) < self.n:
             raise TournamentError(f"{rules.name} seats {self.n} players; give at least {self.n}")
+        try:  # every group's match would refuse these; say so before the results file is made
+            check_match_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers)
+        except ValueError as exc:
+            raise TournamentError(str(exc)) from None
         self.references = [parse_reference(r) for r in references or []]
         # A published record is a two-player figure: one player's wins, draws and losses against greedy.
         if self.references and (self.n != 2 or "greedy" not in players):

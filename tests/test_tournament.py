@@ -110,7 +110,18 @@ def test_bad_tournaments_are_refused_before_any_game(tmp_path):
         tournament(path, games=3)
     with pytest.raises(PlayerSpecError):
         tournament(path, players=["greedy", "alphabeta:depth=99"])
+    with pytest.raises(TournamentError, match="parallel=8 and workers=2"):
+        tournament(path, parallel=8, workers=2)
     assert not path.exists()
+
+
+def test_the_command_refuses_parallel_with_workers_in_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "ladder"
+    proc = run("tournament", "--preset", "small-4-3", "--players", "random", "greedy", "--games", "4",
+               "--parallel", "8", "--workers", "2", "--out", str(out), check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "parallel=8 and workers=2" in proc.stderr.strip().splitlines()[-1]
+    assert not out.exists()
 
 
 def test_the_command_writes_the_ladder_and_resumes(tmp_path):

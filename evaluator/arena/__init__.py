@@ -6,9 +6,12 @@ several processes; ``results``: the finished games and the match's summary; ``ma
 entry point, :func:`play_match`, for two players as for six.
 """
 
-from .match import play_match
+from .match import check_match_options, play_match
 from .results import MatchGame, MatchResult, PlayerRecord, SideRecord
 from .runner import Side
 from .schedule import game_seeds, seat_of
 
-__all__ = ["MatchGame", "MatchResult", "PlayerRecord", "Side", "SideRecord", "game_seeds", "play_match", "seat_of"]
+__all__ = [
+    "MatchGame", "MatchResult", "PlayerRecord", "Side", "SideRecord", "check_match_options", "game_seeds", "play_match",
+    "seat_of",
+]

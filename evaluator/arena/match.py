@@ -13,10 +13,11 @@ from .results import MatchResult, summarize
 from .runner import Scheduler, Side, Sides
 from .workers import WorkerMatch, play_on_workers
 
-__all__ = ["play_match"]
+__all__ = ["check_match_options", "play_match"]
 
 
-def _check_options(*, games: int, random_opening: int, parallel: int, workers: int, engine: str) -> None:
+def check_match_options(*, games: int, random_opening: int, parallel: int, workers: int,
+                        engine: str = "cython") -> None:
     """The options every match checks before it plays (``ValueError`` naming the problem)."""
     if games < 1:
         raise ValueError(f"games={games} must be at least 1")
@@ -67,7 +68,7 @@ def play_match(
     """
     if len(players) != rules.players:
         raise ValueError(f"the {rules.name} rules seat {rules.players} players; {len(players)} were given")
-    _check_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers, engine=engine)
+    check_match_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers, engine=engine)
     skipped = set(skip)
     indices = [i for i in range(games) if i not in skipped]
     if not indices:
