@@ -41,7 +41,7 @@ __all__ = [
     "plan_placement",
     "redis_password",
     "refuse_password_in_url",
-    "session_promotions",
+    "run_start_promotions",
     "train",
 ]
 
@@ -303,7 +303,7 @@ def _train(
         return system.run(info)
     except KeyboardInterrupt:
         if not running:  # once running, the system stops itself and writes its summary
-            out.write("\nstopped (Ctrl-C) during start-up: nothing was trained in this session; "
+            out.write("\nstopped (Ctrl-C) during start-up: nothing was trained by this start; "
                       f"the same command resumes the run in {rundir.path}\n")
             out.flush()
             _kill(created)
@@ -620,7 +620,7 @@ class _System:
             "learner": learner,
             "evaluator": evaluator,
             "registry": registry,
-            "promotions": session_promotions(int(registry.get("promotions", 0)), self.rundir, self.replaced_before),
+            "promotions": run_start_promotions(int(registry.get("promotions", 0)), self.rundir, self.replaced_before),
             "restarts": self.restarts,
         }
 
@@ -727,8 +727,8 @@ def _restore_best(rundir: RunDir, registry: Any) -> None:
     ray.get(registry.set_best.remote(best.version, arrays))
 
 
-def session_promotions(registry_count: int, rundir: RunDir, replaced_before: int) -> int:
-    """The promotions of this session: the registry counts those it was told of, but one that a
+def run_start_promotions(registry_count: int, rundir: RunDir, replaced_before: int) -> int:
+    """The promotions since this start of the run: the registry counts those it was told of, but one that a
     restarted evaluator finished (``reconcile``) reaches it as a plain new best, and a restarted
     registry counts from 0; ``promotions.jsonl`` has every one (on the evaluator's disk, which is
     the driver's unless no room was left there: then the registry's count stands)."""

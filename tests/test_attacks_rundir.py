@@ -236,7 +236,7 @@ def test_the_summary_counts_the_promotion_a_restarted_evaluator_finished(seeded,
     from promotions.jsonl (the registry's, where that is more)."""
     import shutil
 
-    from hopzero.train import _progress_line, _replaced_bests, _summary, session_promotions
+    from hopzero.train import _progress_line, _replaced_bests, _summary, run_start_promotions
 
     config, _ = demo
     rundir = RunDir(seeded)
@@ -248,9 +248,9 @@ def test_the_summary_counts_the_promotion_a_restarted_evaluator_finished(seeded,
         promote(seeded, version, path, score=0.6, games=20)
     snap = {"time": 60.0, "selfplay": {"games": 10, "positions_per_s": 1.0, "sims_per_s": 1.0},
             "learner": {"steps": 7300}, "evaluator": {}, "registry": {"best_version": 7200, "promotions": 1},
-            "promotions": session_promotions(1, rundir, before)}
+            "promotions": run_start_promotions(1, rundir, before)}
     assert snap["promotions"] == 2
     assert "promotions 2" in _progress_line(snap)
     assert "2 promotion(s)" in _summary(config, rundir, snap, 60.0, False, [])["text"]
     # a resumed session counts its own
-    assert session_promotions(0, rundir, _replaced_bests(rundir)) == 0
+    assert run_start_promotions(0, rundir, _replaced_bests(rundir)) == 0
