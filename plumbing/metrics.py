@@ -11,6 +11,8 @@ Ray's agent forgets a gauge that its worker has not reported for two report inte
 default), even while the worker lives: a value set once (the gate score, set after each gating
 match) would vanish from Prometheus. So ``Metrics`` sets every gauge again every
 ``refresh_s`` seconds from a daemon thread; when the process dies its gauges age out, as they should.
+The last values are the process's, not one facade's: a stopped component's facade (a learner of
+an earlier run in the same process) re-sets the latest value anyone set, never its own stale one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from typing import Any
 __all__ = ["METRICS", "Metrics", "exported_name", "markdown_table"]
 
 log = logging.getLogger(__name__)
+
+#: (name, tags) -> (metric object, backend, value): every gauge's last value in this process.
+_LAST_GAUGES: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, str, float]] = {}
+_LAST_GAUGES_LOCK = threading.Lock()
 
 #: name -> (kind, description, tag keys). The single source of truth for docs/METRICS.md.
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -94,8 +100,6 @@ class Metrics:
         self._objects: dict[str, Any] = {}
         self.backend = self._choose(backend)
         self.refresh_s = refresh_s
-        self._gauges: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # last value of each series
-        self._lock = threading.Lock()
         self._refresher: threading.Thread | None = None
 
     @staticmethod
@@ -147,27 +151,22 @@ class Metrics:
 
     def set(self, name: str, value: float, **tags: str) -> None:
         """Set a gauge; it is set again every ``refresh_s`` seconds until changed."""
-        if self._get(name) is None:
+        obj = self._get(name)
+        if obj is None:
             return
-        with self._lock:
-            self._gauges[(name, tuple(sorted(tags.items())))] = float(value)
-            self._set(name, float(value), tags)
+        with _LAST_GAUGES_LOCK:
+            _LAST_GAUGES[(name, tuple(sorted(tags.items())))] = (obj, self.backend, float(value))
+            _set_gauge(obj, self.backend, float(value), tags)
             if self._refresher is None and self.refresh_s > 0:
                 self._refresher = threading.Thread(target=self._refresh_loop, name="metrics-refresh", daemon=True)
                 self._refresher.start()
 
     def refresh(self) -> None:
-        """Set every gauge again to its last value (what the daemon thread does periodically)."""
-        with self._lock:
-            for (name, tags), value in self._gauges.items():
-                self._set(name, value, dict(tags))
-
-    def _set(self, name: str, value: float, tags: dict[str, str]) -> None:
-        obj = self._objects[name]
-        if self.backend == "ray":
-            obj.set(value, tags=tags or None)
-        else:
-            (obj.labels(**tags) if tags else obj).set(value)
+        """Set every gauge of the process again to its last value (what the daemon thread does
+        periodically)."""
+        with _LAST_GAUGES_LOCK:
+            for (_, tags), (obj, backend, value) in _LAST_GAUGES.items():
+                _set_gauge(obj, backend, value, dict(tags))
 
     def _refresh_loop(self) -> None:
         while True:  # a daemon thread: it lives as long as the process
@@ -176,6 +175,13 @@ class Metrics:
                 self.refresh()
             except Exception as exc:  # noqa: BLE001 - monitoring must never stop training
                 log.warning("metrics refresh failed: %s", exc)
+
+
+def _set_gauge(obj: Any, backend: str, value: float, tags: dict[str, str]) -> None:
+    if backend == "ray":
+        obj.set(value, tags=tags or None)
+    else:
+        (obj.labels(**tags) if tags else obj).set(value)
 
 
 if __name__ == "__main__":

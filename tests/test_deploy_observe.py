@@ -279,6 +279,24 @@ def test_gauges_are_set_again_until_changed():
     assert float(out.stdout) == pytest.approx(0.7)
 
 
+def test_a_stopped_components_metrics_never_set_a_gauge_back():
+    """Two learners one after the other in one process (as in the test process): the first one's
+    refresher re-sets the latest value anyone set, not the 0 it set itself."""
+    code = (
+        "import prometheus_client as pc\n"
+        "from plumbing.metrics import Metrics\n"
+        "old, new = Metrics(backend='prometheus', refresh_s=0), Metrics(backend='prometheus', refresh_s=0)\n"
+        "old.set('hopzero_replay_unreachable_seconds', 0.0)\n"
+        "new.set('hopzero_replay_unreachable_seconds', 7.5)\n"
+        "old.refresh()\n"
+        "print(pc.REGISTRY.get_sample_value('hopzero_replay_unreachable_seconds'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=tempfile.gettempdir(), check=False)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) == pytest.approx(7.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # e. live: Ray head + Prometheus + hopzero train, queried with the dashboard's expressions
 # ---------------------------------------------------------------------------------------------
