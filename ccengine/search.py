@@ -34,6 +34,7 @@ import numpy as np
 from ._core import RulesTables, State, tables_for
 from ._playout import RolloutEvaluator
 from ._search import MAX_HISTORY, PASS_ACTION, STATE_BYTES, SearchForest, canonical_pieces
+from .finish import steps_to_finish
 from plumbing.fields import FieldError, build_config, check_fields, checked
 from .rules import PASS, Rules
 
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_HISTORY",
     "PASS_ACTION",
     "STATE_BYTES",
+    "FINISH_MARGIN",
     "BatchedSearch",
     "Evaluator",
     "RolloutEvaluator",
@@ -50,6 +52,7 @@ __all__ = [
     "UniformEvaluator",
     "canonical_pieces",
     "choose_move",
+    "finish_candidates",
     "pruned_visits",
     "run_search",
 ]
@@ -119,6 +122,15 @@ class SearchConfig:
     """Opponent modelling by a learned model (Knegt et al. 2018; SPEC ``opponent=model``): in
     the tree the opponent plays the reply the evaluator's opponent model rates most likely (a
     network with the opponent head, ``network.opponent_head``). Paper: no."""
+    finish: float = checked(0.0, ge=0, le=1)
+    """Finishing a won game: when the root mover's expected share is at least ``finish`` (0:
+    off) and at most ``FINISH_STEPS`` steps are left to fill its goal, the move is the one that
+    leaves the fewest steps (``ccengine.finish``) among the searched moves whose value is within
+    ``FINISH_MARGIN`` of the best, ties by visits; when none of them lowers the steps, among the
+    moves never searched too (``BatchedSearch._finishing``). A value sure of the win everywhere
+    prefers nothing, and the search may shuffle a piece until a repetition draws a won race
+    (docs/STRENGTH.md, "Won endgames"); this is Leela Chess Zero's moves-left preference with the
+    steps to the goal as the moves left. Paper: no."""
     forced_playouts: float = checked(0.0, ge=0)
     """KataGo's forced playouts with policy target pruning (Wu 2019, "Accelerating Self-Play
     Learning in Go", its "Forced Playouts and Policy Target Pruning"), self-play only: k of
@@ -308,6 +320,27 @@ def pruned_visits(
         reduced = min(out[i], max(out[i] - n_forced, bound, 0.0))
         out[i] = 0.0 if reduced < out[i] and reduced <= 1.0 else reduced
     return out.astype(np.float32)
+
+
+#: How far below the best value (on the [-1, 1] scale of ``SearchResult.q``) a move may be and
+#: still be chosen for its progress when ``SearchConfig.finish`` applies.
+FINISH_MARGIN = 0.02
+#: The most steps left to fill the whole goal with one's own pieces (``ccengine.finish``) at
+#: which ``SearchConfig.finish`` applies: the end of a race. Earlier, steps miss the hop ladders a
+#: race is won by: without the bound the shipped star2 model at 64 simulations fell from 58.75% to
+#: 52.25% against ``alphabeta:depth=3``; with it, it plays as well as without the rule
+#: (docs/STRENGTH.md, "Won endgames").
+FINISH_STEPS = 30
+
+
+def finish_candidates(weights: np.ndarray, q: np.ndarray, root_value: float, finish: float) -> np.ndarray | None:
+    """The moves ``SearchConfig.finish`` chooses among: when the root mover's share
+    ``(root_value + 1) / 2`` is at least ``finish``, the searched moves (``weights > 0``) within
+    ``FINISH_MARGIN`` of the best value, as a mask; None when the rule does not apply."""
+    searched = (weights > 0) & ~np.isnan(q)
+    if finish <= 0 or math.isnan(root_value) or (root_value + 1.0) / 2.0 < finish or not searched.any():
+        return None
+    return searched & (q >= float(q[searched].max()) - FINISH_MARGIN)
 
 
 def choose_move(visits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:
@@ -562,7 +595,11 @@ class BatchedSearch:
         if total:
             ok = actions >= 0
             policy[actions[ok]] = weights[ok] / total
-        i = choose_move(self._decision_weights(g, weights), temperature, rng)
+        decision = self._decision_weights(g, weights)
+        near = finish_candidates(decision, q, float(root_value), cfg.finish) if n else None
+        if near is not None:
+            decision = self._finishing(g, moves, near, decision)
+        i = choose_move(decision, temperature, rng)
         move = (int(moves[i, 0]), int(moves[i, 1]))
         return SearchResult(
             move=PASS if move[0] < 0 else move,
@@ -578,6 +615,37 @@ class BatchedSearch:
             root_shares=self.forest.root_value_vector(g) if root_n else None,
             target=target,
         )
+
+    def _finishing(self, g: int, moves: np.ndarray, near: np.ndarray, decision: np.ndarray) -> np.ndarray:
+        """``SearchConfig.finish``: at most ``FINISH_STEPS`` steps from filling the whole goal
+        with the mover's own pieces (the others' pieces in it could leave), the decision
+        weights kept on the ``near`` moves (searched, about as good as the best) that leave the
+        fewest steps to finish; further from the end, ``decision`` unchanged. When none of the
+        ``near`` moves lowers the steps, the moves the search never tried are considered too (a
+        walk to a hole in the goal often has too small a prior to be searched): those that
+        lower the steps the most, equally weighted."""
+        to_move, _, pieces = self.forest.root_state(g)
+        rules = self.tables.rules
+        mine = [int(c) for c in pieces[to_move] if c >= 0]
+        others = [int(c) for p, row in enumerate(pieces) if p != to_move for c in row if c >= 0]
+        if steps_to_finish(rules, mine, (), to_move) > FINISH_STEPS:  # as if the others left its goal
+            return decision
+        now = steps_to_finish(rules, mine, others, to_move)
+
+        def steps_after(which: np.ndarray) -> np.ndarray:
+            out = np.full(len(moves), np.iinfo(np.int64).max, dtype=np.int64)
+            for i in np.flatnonzero(which):
+                s, e = int(moves[i, 0]), int(moves[i, 1])
+                if s >= 0:
+                    out[i] = steps_to_finish(rules, [e if c == s else c for c in mine], others, to_move)
+            return out
+
+        steps = steps_after(near)
+        if steps.min() >= now:
+            more = steps_after(near | (decision == 0))
+            if more.min() < now:
+                return (more == more.min()).astype(decision.dtype)
+        return np.where(steps == steps.min(), decision, 0).astype(decision.dtype)
 
     def _decision_weights(self, g: int, visits: np.ndarray) -> np.ndarray:
         """The visits the decision is drawn from; with the solver, proofs overrule them: the

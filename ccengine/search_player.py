@@ -23,7 +23,8 @@ from .players import PlayerKind, SeedLike
 from .rules import PASS, Rules
 from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
 
-__all__ = ["MCTS_ROLLOUT", "OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive"]
+__all__ = ["MCTS_ROLLOUT", "OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive",
+           "share"]
 
 Move = tuple[int, int]
 
@@ -88,6 +89,7 @@ class SearchPlayer:
         greedy_opponent: bool = False,
         model_opponent: bool = False,
         reuse: bool = False,
+        finish: float = 0.0,
         name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
@@ -95,7 +97,9 @@ class SearchPlayer:
         needs an evaluator with an opponent model (``SearchConfig.model_opponent``). ``reuse``:
         keep the searched subtree of the moves played since this player's last search (the
         SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew.
-        ``c_puct``: the exploration constant, ``SearchConfig``'s default when None."""
+        ``finish``: the share from which it plays out a won race (``SearchConfig.finish``, the
+        SPEC option ``finish=F``). ``c_puct``: the exploration constant, ``SearchConfig``'s
+        default when None."""
         if history < 1:
             raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
@@ -104,7 +108,7 @@ class SearchPlayer:
         self.simulations = simulations
         self.history = history
         settings = dict(num_simulations=simulations, solver=solver, greedy_opponent=greedy_opponent,
-                        model_opponent=model_opponent, **({} if c_puct is None else {"c_puct": c_puct}))
+                        model_opponent=model_opponent, finish=finish, **({} if c_puct is None else {"c_puct": c_puct}))
         self.config = SearchConfig(**settings).for_evaluation().replace(reuse_tree=reuse)
         self._search = self.new_batch(1)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
@@ -253,10 +257,12 @@ def _rollout_player(
     solver: bool = False,
     opponent: str = "any",
     reuse: bool = False,
+    finish: float = 0.0,
 ) -> SearchPlayer:
     """``rollout``: the playout policy of both sides (greedy, random, greedy-stochastic,
     greedy-eps with ``eps``, softmax over forward distance with ``temp``). ``solver``: back up
-    proven wins and losses (MCTS-Solver). ``reuse``: keep the tree from move to move."""
+    proven wins and losses (MCTS-Solver). ``reuse``: keep the tree from move to move.
+    ``finish``: ``SearchConfig.finish``."""
     from ._core import tables_for
 
     tables = tables_for(rules)
@@ -264,7 +270,7 @@ def _rollout_player(
     RolloutEvaluator(tables, **options)  # a bad option fails now, with the evaluator's message
     return SearchPlayer(
         rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c,
-        solver=solver, greedy_opponent=_greedy_opponent(opponent), reuse=reuse,
+        solver=solver, greedy_opponent=_greedy_opponent(opponent), reuse=reuse, finish=finish,
     )
 
 
@@ -319,6 +325,14 @@ def flag(text: str) -> bool:
 flag.__name__ = "a flag (1/0)"
 
 
+def share(text: str) -> float:
+    """The parser of a share SPEC option (``finish=F``): a number from 0 to 1."""
+    return 0.0 if text in ("0", "0.0") else float(parse_positive_float(text, "", maximum=1.0))
+
+
+share.__name__ = "a share from 0 to 1"
+
+
 #: The SPEC ``mcts-rollout:sims=S,...`` (listed in ``learner.players``).
 MCTS_ROLLOUT = PlayerKind(
     "mcts-rollout",
@@ -334,6 +348,7 @@ MCTS_ROLLOUT = PlayerKind(
         "solver": flag,
         "opponent": str,
         "reuse": flag,
+        "finish": share,
     },
     description="tree search valued by playouts (greedy or random), no network",
 )

@@ -2,17 +2,21 @@
 
 On a game of N players (two are N = 2), every N-player subset of the players (a *group*, in the
 order of ``itertools.combinations`` over the player list; for two players, every pair) plays a
-match of ``games`` games under the seed's protocol (``evaluator.arena.play_match``: a multiple of
-N, whole sets of every seat rotation sharing a random opening, so each player meets every opening
-from every seat) with the seed ``SeedSequence([seed, i, j, ...])`` of its players' indices: a
-tournament is reproducible from its seed, and a group's games do not depend on the other groups.
+match of ``games`` games under the seed's protocol (``evaluator.arena.play_match``: whole sets
+that share a random opening and seat the players every way the *seating* says, every rotation or
+every order, so each player meets every opening from every seat) with the seed
+``SeedSequence([seed, i, j, ...])`` of its players' indices: a tournament is reproducible from its
+seed, and a group's games do not depend on the other groups.
 
 A game gives N(N-1)/2 pairwise comparisons of finishing order: the player with the larger entry
 of the result vector wins, equal entries (both lost, both shared the win, a draw) draw; for two
 players that is the game itself. Those comparisons, summed over the groups, are the "games"
-between two players that the ladder fits (and that the standings' games and score count); with
-three or more players a player's comparisons within one game are not independent, so the
-intervals are narrower than the evidence warrants.
+between two players that the ladder fits (and that the standings' games and score count). With
+three or more players a player's comparisons within one game are not independent, so the fit's
+standard errors would be too narrow: their intervals also take in a bootstrap over whole games
+(each group's games resampled with replacement, the ladder fitted again, the 2.5th and 97.5th
+percentiles of each rating), the wider of the two (the bootstrap alone collapses on a record that
+every resample repeats, a player that lost every comparison).
 
 Results are appended to a JSONL file as each game finishes: a header line (the format tag, the
 preset, the players, the games per group, the seed, the opening length, the versions), then one
@@ -53,7 +57,7 @@ from learner.players import parse_spec
 from ccengine.rules import Rules
 from learner.records import versions_now
 
-from .arena import check_match_options, play_match
+from .arena import check_match_options, play_match, set_seatings
 from .elo import EloLadder, MatchRecord, Rating
 from .results import pairing_line
 
@@ -62,6 +66,8 @@ __all__ = ["FORMAT", "Standing", "Tournament", "TournamentError", "TournamentRes
 FORMAT = "hopzero.tournament/1"
 #: The z of a two-sided 95% interval.
 Z95 = 1.959964
+#: Resamples of the bootstrap that gives three or more players their intervals.
+BOOTSTRAP = 200
 
 
 class TournamentError(ValueError):
@@ -181,7 +187,7 @@ class Tournament:
 
     def __init__(self, rules: Rules, players: list[str], *, games: int, seed: int, path: str | os.PathLike[str],
                  random_opening: int = 3, parallel: int = 1, workers: int = 1,
-                 references: list[str] | None = None) -> None:
+                 references: list[str] | None = None, seating: str = "rotations") -> None:
         players = [p.strip() for p in players]
         if len(players) < 2:
             raise TournamentError("a tournament needs at least two players")
@@ -190,8 +196,13 @@ class Tournament:
         for spec in players:
             parse_spec(spec)  # a bad SPEC fails before any game (PlayerSpecError)
         self.n = rules.players
-        if games < self.n or games % self.n:
-            raise TournamentError(f"games={games}: give a multiple of {self.n} (every seat rotation of {rules.name})")
+        try:
+            self.set_size = len(set_seatings(self.n, seating))
+        except ValueError as exc:
+            raise TournamentError(str(exc)) from None
+        if games < self.set_size or games % self.set_size:
+            raise TournamentError(f"games={games}: give a multiple of {self.set_size} (every seating of {rules.name} "
+                                  f"by {seating})")
         if len(players) < self.n:
             raise TournamentError(f"{rules.name} seats {self.n} players; give at least {self.n}")
         try:  # every group's match would refuse these; say so before the results file is made
@@ -214,15 +225,19 @@ class Tournament:
         self.workers = workers
         self.path = Path(path)
         self.anchor = "random" if "random" in players else players[0]
+        self.seating = seating
 
     # ---- the results file -----------------------------------------------------------------------
 
     def header(self) -> dict[str, Any]:
         return {"format": FORMAT, "preset": self.rules.name, "players": self.players, "games": self.games,
-                "seed": self.seed, "random_opening": self.random_opening, "versions": versions_now()}
+                "seed": self.seed, "random_opening": self.random_opening, "seating": self.seating,
+                "versions": versions_now()}
 
     def _identity(self, header: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(header.get(k) for k in ("format", "preset", "players", "games", "seed", "random_opening"))
+        # files written before seatings were chosen played rotations
+        return (*(header.get(k) for k in ("format", "preset", "players", "games", "seed", "random_opening")),
+                header.get("seating", "rotations"))
 
     def load(self) -> dict[tuple[str, ...], dict[int, Any]]:
         """The finished games in the file by group: ``{(a, b, ...): {index: scores}}``. Starts the
@@ -299,7 +314,7 @@ class Tournament:
 
                 def record(set_index: int, rotation: int, scores: tuple[float, ...], group: tuple[str, ...] = group,
                            finished: dict[int, Any] = finished) -> None:
-                    index = self.n * set_index + rotation
+                    index = self.set_size * set_index + rotation
                     log.write(json.dumps({"group": list(group), "index": index, "scores": list(scores)}) + "\n")
                     log.flush()
                     finished[index] = tuple(scores)
@@ -308,34 +323,55 @@ class Tournament:
 
                 play_match(self.rules, *group, games=self.games, seed=self.group_seed(group),
                            random_opening=self.random_opening, parallel=self.parallel, workers=self.workers,
-                           on_game=record, skip=set(finished))
+                           on_game=record, skip=set(finished), seating=self.seating)
         return self.result(done)
 
     def result(self, done: dict[tuple[str, ...], dict[int, Any]] | None = None) -> TournamentResult:
         """The pairs and the ladder from the games played so far (the file's, by default): the
         pairwise comparisons of every game, summed by pair of players."""
         done = self.load() if done is None else done
+        games = {group: list(done.get(group, {}).values()) for group in self.groups()}
+        pairs = self._pairs(games)
+        complete = all(len(done.get(g, {})) == self.games for g in self.groups())
+        intervals = self._bootstrap(games) if self.n > 2 else None
+        return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
+                                tuple(pairs), tuple(self._standings(pairs, intervals)), complete=complete)
+
+    def _pairs(self, games: dict[tuple[str, ...], list[tuple[float, ...]]]) -> list[MatchRecord]:
+        """Every pair's comparisons over ``games`` (result vectors by group)."""
         counts = {pair: [0, 0, 0] for pair in self.pairs()}
-        for group in self.groups():
-            for scores in done.get(group, {}).values():
+        for group, vectors in games.items():
+            for scores in vectors:
                 for i, j in itertools.combinations(range(self.n), 2):
                     c = counts[(group[i], group[j])]  # combinations keep the player list's order
                     c[0 if scores[i] > scores[j] else 1 if scores[i] == scores[j] else 2] += 1
-        pairs = [MatchRecord(a, b, *counts[(a, b)]) for a, b in self.pairs()]
-        complete = all(len(done.get(g, {})) == self.games for g in self.groups())
-        return TournamentResult(self.rules.name, tuple(self.players), self.games, self.seed, self.anchor,
-                                tuple(pairs), tuple(self._standings(pairs)), complete=complete)
+        return [MatchRecord(a, b, *counts[(a, b)]) for a, b in self.pairs()]
 
-    def _standings(self, pairs: list[MatchRecord]) -> list[Standing]:
-        def fit(anchor: str) -> dict[str, Any]:
-            ladder = EloLadder(anchor=anchor)
-            for p in pairs:
-                if p.games:
-                    ladder.record(p.a, p.b, p.wins, p.draws, p.losses)
-            return ladder.fit()
+    def _fit(self, pairs: list[MatchRecord], anchor: str) -> dict[str, Rating]:
+        ladder = EloLadder(anchor=anchor)
+        for p in pairs:
+            if p.games:
+                ladder.record(p.a, p.b, p.wins, p.draws, p.losses)
+        return ladder.fit()
 
-        ratings = fit(self.anchor)
-        relative = fit("greedy") if "greedy" in self.players else {}
+    def _bootstrap(self, games: dict[tuple[str, ...], list[tuple[float, ...]]]) -> dict[str, tuple[float, float]]:
+        """95% intervals of the ratings from ``BOOTSTRAP`` resamples of whole games (each group's
+        games drawn again with replacement, its own count), so that the comparisons of one game
+        stay together: with three or more players they are not independent, and the fit's own
+        standard errors, which treat them as independent, are too narrow."""
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, len(self.players)]))
+        drawn: dict[str, list[float]] = {name: [] for name in self.players}
+        for _ in range(BOOTSTRAP):
+            again = {g: [v[i] for i in rng.integers(len(v), size=len(v))] if v else [] for g, v in games.items()}
+            for name, rating in self._fit(self._pairs(again), self.anchor).items():
+                drawn[name].append(rating.elo)
+        return {name: (float(np.percentile(x, 2.5)), float(np.percentile(x, 97.5)))
+                for name, x in drawn.items() if len(x) == BOOTSTRAP}
+
+    def _standings(self, pairs: list[MatchRecord],
+                   intervals: dict[str, tuple[float, float]] | None = None) -> list[Standing]:
+        ratings = self._fit(pairs, self.anchor)
+        relative = self._fit(pairs, "greedy") if "greedy" in self.players else {}
         games = dict.fromkeys(self.players, 0)
         points = dict.fromkeys(self.players, 0.0)
         for p in pairs:
@@ -348,9 +384,12 @@ class Tournament:
             r = ratings.get(name)
             if r is None:  # not connected to the anchor by games yet
                 continue
+            low, high = r.elo - Z95 * r.stderr, r.elo + Z95 * r.stderr
+            if intervals is not None and name in intervals:  # three or more players: the bootstrap's too
+                low, high = min(low, intervals[name][0]), max(high, intervals[name][1])
             vs = relative.get(name)
-            out.append(Standing(name, round(r.elo, 1), round(r.elo - Z95 * r.stderr, 1),
-                                round(r.elo + Z95 * r.stderr, 1), None if vs is None else round(vs.elo, 1),
+            out.append(Standing(name, round(r.elo, 1), round(low, 1), round(high, 1),
+                                None if vs is None else round(vs.elo, 1),
                                 games[name], round(points[name] / games[name], 4) if games[name] else 0.0))
         if "greedy" in ratings:
             out += [_published_standing(label, record, ratings["greedy"]) for label, record in self.references]

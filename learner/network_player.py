@@ -25,7 +25,7 @@ from ccengine.eval_cache import EvaluationCache
 from ccengine.players import PlayerKind, SeedLike
 from ccengine.rules import Rules
 from ccengine.search import SearchConfig, UniformEvaluator
-from ccengine.search_player import SearchPlayer, flag, opponent_option, positive
+from ccengine.search_player import SearchPlayer, flag, opponent_option, positive, share
 
 from .backends import backend_option
 from .model_files import resolve_model_source
@@ -47,11 +47,12 @@ def search_player_for(
     name: str = "mcts",
     opponent: str = "any",
     reuse: bool = False,
+    finish: float = 0.0,
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
     recorded (``evaluator.c_puct``), else the search's default; the network's input history;
     ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree; ``reuse``
-    keeps the tree from move to move (``SearchPlayer``).
+    keeps the tree from move to move and ``finish`` plays out a won game (``SearchPlayer``).
 
     The network sits behind an evaluation cache: each move's search starts a new tree, and the
     positions two plies on were mostly searched by the move before (and a match's parallel games
@@ -66,7 +67,7 @@ def search_player_for(
     return SearchPlayer(
         rules, seed, evaluator if model else EvaluationCache(evaluator), simulations=sims, c_puct=c,
         history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model, reuse=reuse,
-        name=name,
+        finish=finish, name=name,
     )
 
 
@@ -81,24 +82,26 @@ def network_player(
     backend: str = "auto",
     opponent: str = "any",
     reuse: bool = False,
+    finish: float = 0.0,
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the search's default. ``backend``: how the network runs
     (``learner.backends``). ``opponent``: ``any``, ``greedy`` or ``model`` (the network's
     opponent head; refused for a network without one). ``reuse``: keep the searched subtree
-    from move to move, each move's ``sims`` on top of it."""
+    from move to move, each move's ``sims`` on top of it. ``finish``: the share from which it plays
+    out a won race (``SearchConfig.finish``)."""
     if not model:
         if opponent == "model":
             raise ValueError("opponent=model needs a network with an opponent head (give model=...)")
         return SearchPlayer(rules, seed, UniformEvaluator(rules.players), simulations=sims, c_puct=c,
-                            greedy_opponent=opponent == "greedy", reuse=reuse)
+                            greedy_opponent=opponent == "greedy", reuse=reuse, finish=finish)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)
     if evaluator.algo == "dqn":
         raise ValueError(f"model {model!r} holds a DQN network (Q values, no trained value head): "
                          f"play it with dqn:model=...")
-    return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent, reuse=reuse)
+    return search_player_for(rules, seed, evaluator, sims=sims, c=c, opponent=opponent, reuse=reuse, finish=finish)
 
 
 def network_player_from_weights(
@@ -156,6 +159,6 @@ MCTS = PlayerKind(
     "mcts",
     network_player,
     options={"model": str, "sims": positive(int), "c": positive(float), "device": str, "backend": backend_option,
-             "opponent": opponent_option, "reuse": flag},
+             "opponent": opponent_option, "reuse": flag, "finish": share},
     description="network-guided tree search (uniform prior and an equal share for every seat without a model)",
 )

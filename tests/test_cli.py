@@ -132,3 +132,21 @@ def test_bad_arguments_give_one_line_and_exit_2(args, words):
     for word in words:
         assert word in lines[0]
     assert proc.stdout == ""
+
+
+def test_endgames_prints_each_players_record_and_refuses_a_rhombus():
+    data = run_json("endgames", "--players", "greedy", "greedy", "--positions", "2", "--seed", "1")
+    assert data["preset"] == "star2" and data["family"] == "parked" and len(data["players"]) == 2
+    assert all(p["positions"] == 2 and p["won"] + sum(p["drawn"].values()) + p["lost"] == 2 for p in data["players"])
+    bad = run("endgames", "--preset", "cc49", "--players", "greedy", "greedy", check=False)
+    assert bad.returncode == 2 and "built on the star" in bad.stderr
+
+
+def test_match_plays_every_seat_order_when_asked():
+    data = run_json("match", "--preset", "star3", "--players", "greedy", "greedy-stochastic", "random",
+                    "--games", "6", "--seed", "2", "--seating", "permutations")
+    assert data["seating"] == "permutations" and data["games"] == 6
+    assert sorted(sum(r["by_seat"][s]["games"] for r in data["results"]) for s in range(3)) == [6, 6, 6]
+    assert all(s["games"] == 2 for r in data["results"] for s in r["by_seat"])  # each seat twice
+    bad = run("match", "--preset", "star3", "--players", "greedy", "greedy", "greedy", "--seating", "all", check=False)
+    assert bad.returncode == 2 and "--seating" in bad.stderr

@@ -194,3 +194,68 @@ def test_a_star3_round_robin_rates_pairwise_comparisons_anchored_and_ordered(tmp
     four = Tournament(STAR3, players[:3] + ["greedy-stochastic"], games=3, seed=1, path=tmp_path / "four.jsonl")
     assert len(four.groups()) == 4
     assert all(p.games == 2 * 3 for p in four.run().pairs)  # each pair meets in two groups
+
+
+def test_seatings_rotate_or_play_every_order():
+    from evaluator.arena import game_seeds, seat_of, set_seatings
+
+    assert set_seatings(3) == ((0, 1, 2), (1, 2, 0), (2, 0, 1))
+    assert all(seat_of(i, k, 3) == (k + i) % 3 for i in range(9) for k in range(3))  # rotation i % 3
+    every = set_seatings(3, "permutations")
+    assert len(every) == 6 == len(set(every)) and set(set_seatings(3)) < set(every)
+    assert all(sorted(g[k] for g in every) == [0, 0, 1, 1, 2, 2] for k in range(3))  # each seat twice each
+    assert set_seatings(2, "permutations") == set_seatings(2) == ((0, 1), (1, 0))
+    assert len(set_seatings(6, "permutations")) == 720
+    with pytest.raises(ValueError, match="unknown seating 'random'"):
+        set_seatings(3, "random")
+    # a set of six shares one opening; rotations keep their seeds
+    seeds = game_seeds(5, 12, 3, 6)
+    assert len({s[0].entropy for s in seeds}) == 1 and seeds[0][0].spawn_key != seeds[6][0].spawn_key
+    assert [s[0].spawn_key for s in seeds[:6]] == [seeds[0][0].spawn_key] * 6
+    assert [s[1].spawn_key for s in game_seeds(5, 6, 3)] == [s[1].spawn_key for s in game_seeds(5, 6, 3, 3)]
+
+
+def test_a_match_with_every_seat_order_plays_each_order_once_a_set():
+    result = play_match(STAR3, "greedy", "greedy-stochastic", "random", games=12, seed=2, seating="permutations")
+    assert result.seating == "permutations" and result.to_dict()["seating"] == "permutations"
+    assert [g.seats for g in result.played[:6]] == list(__import__("itertools").permutations(range(3)))
+    assert [g.seats for g in result.played[6:]] == [g.seats for g in result.played[:6]]
+    assert result == play_match(STAR3, "greedy", "greedy-stochastic", "random", games=12, seed=2,
+                                seating="permutations", workers=2)
+
+
+def test_a_star3_tournament_of_every_seat_order_with_bootstrap_intervals(tmp_path):
+    players = ["greedy", "random", "alphabeta:depth=1", "greedy-stochastic"]
+    with pytest.raises(TournamentError, match="multiple of 6"):
+        Tournament(STAR3, players, games=3, seed=0, path=tmp_path / "x.jsonl", seating="permutations")
+    path = tmp_path / "games.jsonl"
+    result = Tournament(STAR3, players, games=6, seed=4, path=path, seating="permutations").run()
+    assert result.complete and all(p.games == 2 * 6 for p in result.pairs)
+    assert json.loads(path.read_text().splitlines()[0])["seating"] == "permutations"
+    with pytest.raises(TournamentError, match="holds another tournament"):
+        Tournament(STAR3, players, games=6, seed=4, path=path).load()  # the same, by rotations
+    again = Tournament(STAR3, players, games=6, seed=4, path=path, seating="permutations").run()
+    assert again == result  # resumed: nothing left to play, the same intervals from the same seed
+    for s in result.standings:
+        assert s.low <= s.elo <= s.high
+    # the fit's own errors treat the comparisons of a game as independent; the bootstrap keeps a
+    # game's together, and the interval is the wider of the two
+    t = Tournament(STAR3, players, games=6, seed=4, path=path, seating="permutations")
+    analytic = {s.player: (s.low, s.high) for s in t._standings(list(result.pairs))}
+    games = {g: list(v.values()) for g, v in t.load().items()}
+    boot = t._bootstrap(games)
+    assert boot == t._bootstrap(games) and set(boot) == set(players)
+    for s in result.standings:
+        assert (s.low, s.high) == (round(min(analytic[s.player][0], boot[s.player][0]), 1),
+                                   round(max(analytic[s.player][1], boot[s.player][1]), 1))
+
+
+def test_a_tournament_file_from_before_seatings_resumes_as_rotations(tmp_path):
+    path = tmp_path / "games.jsonl"
+    t = Tournament(STAR3, ["greedy", "random", "greedy-stochastic"], games=3, seed=1, path=path)
+    t.run()
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["seating"]
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert Tournament(STAR3, ["greedy", "random", "greedy-stochastic"], games=3, seed=1, path=path).run().complete

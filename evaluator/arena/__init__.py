@@ -9,9 +9,9 @@ entry point, :func:`play_match`, for two players as for six.
 from .match import check_match_options, play_match
 from .results import MatchGame, MatchResult, PlayerRecord, SideRecord
 from .runner import Side
-from .schedule import game_seeds, seat_of
+from .schedule import SEATINGS, game_seeds, seat_of, set_seatings
 
 __all__ = [
-    "MatchGame", "MatchResult", "PlayerRecord", "Side", "SideRecord", "check_match_options", "game_seeds", "play_match",
-    "seat_of",
+    "SEATINGS", "MatchGame", "MatchResult", "PlayerRecord", "Side", "SideRecord", "check_match_options", "game_seeds",
+    "play_match", "seat_of", "set_seatings",
 ]

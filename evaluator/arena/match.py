@@ -3,14 +3,16 @@ evaluator's gate and its games against greedy, tournaments) for any number of pl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from ccengine.engines import state_class
+from ccengine.engines import new_state, state_class
+from ccengine.notation import Position
 from ccengine.rules import Rules
 
 from .results import MatchResult, summarize
 from .runner import Scheduler, Side, Sides
+from .schedule import set_seatings
 from .workers import WorkerMatch, play_on_workers
 
 __all__ = ["check_match_options", "play_match"]
@@ -46,6 +48,8 @@ def play_match(
     should_stop: Callable[[], bool] | None = None,
     skip: Collection[int] = (),
     keep_moves: bool = False,
+    start_positions: Sequence[Position] = (),
+    seating: str = "rotations",
 ) -> MatchResult:
     """Play ``games`` games of ``players`` (one per seat of ``rules``: A, B, ..., each a SPEC or a
     player) under the seed paper's protocol: every seat rotation in turn, the games of a set
@@ -60,7 +64,11 @@ def play_match(
     many processes instead, one game at a time in each (SPEC players only, ``parallel=1``); the
     result is the same for any ``workers``. ``skip``: game indices not to play (a resumed
     tournament's finished games); the others are the games they would have been. ``keep_moves``:
-    each game in ``played`` keeps its moves (the evaluator replays them).
+    each game in ``played`` keeps its moves (the evaluator replays them). ``start_positions``: set
+    ``s``'s games start from ``start_positions[s % len(start_positions)]`` instead of the start
+    position (built endgames, ``evaluator.endgames``); each is checked for ``rules`` first.
+    ``seating``: how a set seats the players, ``rotations`` (N games) or ``permutations`` (N!),
+    ``evaluator.arena.schedule``.
 
     One player object may hold several seats only if it searches (a batchable ``SearchPlayer``:
     the evaluator's best network as N-1 copies); a player that chooses per position is passed as a
@@ -69,11 +77,15 @@ def play_match(
     if len(players) != rules.players:
         raise ValueError(f"the {rules.name} rules seat {rules.players} players; {len(players)} were given")
     check_match_options(games=games, random_opening=random_opening, parallel=parallel, workers=workers, engine=engine)
+    set_seatings(rules.players, seating)  # an unknown seating fails here
+    for k, position in enumerate(start_positions):
+        if new_state(rules, position, engine=engine).is_terminal():  # malformed ones raise here
+            raise ValueError(f"start position {k} is already over")
     skipped = set(skip)
     indices = [i for i in range(games) if i not in skipped]
     if not indices:
         names = tuple(p.strip() if isinstance(p, str) else str(p.name) for p in players)
-        return summarize(rules, names, int(seed), random_opening, [])
+        return summarize(rules, names, int(seed), random_opening, [], seating)
     parallel = min(parallel, len(indices))
     sides = tuple(Sides(p, rules, parallel=parallel, engine=engine) for p in players)
     names = tuple(side.name for side in sides)
@@ -85,10 +97,11 @@ def play_match(
         if not all(isinstance(p, str) for p in players):
             raise ValueError("workers > 1 plays in other processes: pass every player as a SPEC")
         job = WorkerMatch(rules, tuple(players), int(seed), games, random_opening, engine,  # type: ignore[arg-type]
-                          keep_moves)
+                          keep_moves, tuple(start_positions), seating)
         played = play_on_workers(job, workers, indices, on_game, should_stop)
     else:
         scheduler = Scheduler(rules, sides, games=games, seed=int(seed), random_opening=random_opening,
-                              parallel=parallel, engine=engine, keep_moves=keep_moves)
+                              parallel=parallel, engine=engine, keep_moves=keep_moves,
+                              start_positions=start_positions, seating=seating)
         played = scheduler.run(indices, on_game=on_game, should_stop=should_stop)
-    return summarize(rules, names, int(seed), random_opening, played)
+    return summarize(rules, names, int(seed), random_opening, played, seating)

@@ -39,6 +39,9 @@ class MatchGame:
     moves: tuple[Move, ...] = ()
     """The moves played from the start position, in order (the random opening's included); empty
     unless the match was asked to keep them (``play_match(keep_moves=True)``)."""
+    reason: str = ""
+    """Why the game ended (``State.end_reason``: ``all_home``, ``anti_block``, ``repetition``,
+    ``max_plies``, ...)."""
 
     @property
     def player_scores(self) -> tuple[float, ...]:
@@ -107,6 +110,8 @@ class MatchResult:
     """The mean score of each seat over the match (what moving first, second, ... is worth)."""
     played: tuple[MatchGame, ...] = ()
     """Each finished game, in game order."""
+    seating: str = "rotations"
+    """How each set seated the players (``evaluator.arena.schedule``)."""
 
     def pairwise(self, i: int, j: int) -> tuple[int, int, int]:
         """``(wins, draws, losses)`` of player ``i`` against player ``j`` over the games (a game
@@ -153,7 +158,7 @@ class MatchResult:
         n = len(self.players)
         out: dict[str, Any] = {
             "preset": self.preset, "players": list(self.players), "games": self.games, "seed": self.seed,
-            "random_opening": self.random_opening, "mean_plies": round(self.mean_plies, 4),
+            "random_opening": self.random_opening, "seating": self.seating, "mean_plies": round(self.mean_plies, 4),
             "mean_legal_moves": round(self.mean_legal_moves, 4), "draws": self.draws,
             "results": [dict(player=name, **r.to_dict(), by_seat=[s.to_dict() for s in seats])
                         for name, r, seats in zip(self.players, self.records, self.by_seat)],
@@ -169,7 +174,7 @@ class MatchResult:
 
 
 def summarize(rules: Rules, names: Sequence[str], seed: int, random_opening: int,
-              games: Sequence[MatchGame]) -> MatchResult:
+              games: Sequence[MatchGame], seating: str = "rotations") -> MatchResult:
     """Fold finished games (in game order) into a match result."""
     n = len(names)
 
@@ -191,4 +196,5 @@ def summarize(rules: Rules, names: Sequence[str], seed: int, random_opening: int
                       for k in range(n)),
         seat_scores=tuple(sum(g.scores[seat] for g in played) / count if count else 0.0 for seat in range(n)),
         played=tuple(played),
+        seating=seating,
     )

@@ -34,7 +34,7 @@ finished game) ends the match at once, abandoning the games in flight.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Union
 
 import numpy as np
@@ -42,6 +42,7 @@ import numpy as np
 from ccengine.encoding import PieceTracker
 from ccengine.engines import new_state
 from ccengine.game_loop import opening_move
+from ccengine.notation import Position
 from ccengine.players import Player
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch
@@ -49,7 +50,7 @@ from ccengine.search_player import SearchPlayer
 from learner.players import PlayerSpec, parse_spec
 
 from .results import MatchGame
-from .schedule import game_seeds, seat_of
+from .schedule import game_seeds, set_seatings
 
 __all__ = ["Side", "Sides", "Scheduler"]
 
@@ -107,10 +108,10 @@ class _Game:
         "side_of_seat", "players", "rngs", "positions", "legal", "waiting_legal", "moves", "followed",
     )
 
-    def __init__(self, index: int, slot: int, n: int) -> None:
+    def __init__(self, index: int, slot: int, seats: tuple[int, ...]) -> None:
         self.index = index
         self.slot = slot
-        self.seats = tuple(seat_of(index, k, n) for k in range(n))  # seats[player]
+        self.seats = seats  # seats[player]
         self.positions = 0
         self.legal = 0
         self.waiting_legal = 0  # legal moves of the position waiting on a search
@@ -125,16 +126,20 @@ class Scheduler:
 
     def __init__(
         self, rules: Rules, sides: tuple[Sides, ...], *, games: int, seed: int, random_opening: int,
-        parallel: int, engine: str, keep_moves: bool = False,
+        parallel: int, engine: str, keep_moves: bool = False, start_positions: Sequence[Position] = (),
+        seating: str = "rotations",
     ) -> None:
         self.rules = rules
+        self.seatings = set_seatings(len(sides), seating)
+        self.set_size = len(self.seatings)
+        self.start_positions = tuple(start_positions)
         self.sides = sides
         self.n = len(sides)
         self.random_opening = random_opening
         self.parallel = parallel
         self.engine = engine
         self.keep_moves = keep_moves
-        self.seeds = game_seeds(seed, games, self.n)
+        self.seeds = game_seeds(seed, games, self.n, self.set_size)
         self.needs_tracker = any(side.search is not None for side in sides)
         # One batched search per search player (one for all the seats it holds).
         self.turns: list[tuple[SearchPlayer, BatchedSearch]] = []
@@ -146,9 +151,11 @@ class Scheduler:
     # -- games ------------------------------------------------------------------------------
 
     def _start(self, index: int, slot: int) -> _Game:
-        g = _Game(index, slot, self.n)
+        g = _Game(index, slot, self.seatings[index % self.set_size])
         opening_seed, *side_seeds = self.seeds[index]
-        g.state = new_state(self.rules, engine=self.engine)
+        starts = self.start_positions
+        start = starts[(index // self.set_size) % len(starts)] if starts else None
+        g.state = new_state(self.rules, start, engine=self.engine)
         g.tracker = PieceTracker(self.rules, g.state.board, g.state.to_move) if self.needs_tracker else None
         g.opening_rng = np.random.default_rng(opening_seed)
         g.players = [None] * self.n
@@ -196,12 +203,12 @@ class Scheduler:
     def _finish(self, g: _Game) -> None:
         state = g.state
         game = MatchGame(g.index, g.seats, tuple(float(x) for x in state.scores()), int(state.ply), g.positions,
-                         g.legal, tuple(g.moves) if self.keep_moves else ())
+                         g.legal, tuple(g.moves) if self.keep_moves else (), str(state.end_reason))
         self.records.append(game)
         del self.active[g.slot]
         self.free.append(g.slot)
         if self.on_game is not None:
-            self.on_game(g.index // self.n, g.index % self.n, game.player_scores)
+            self.on_game(g.index // self.set_size, g.index % self.set_size, game.player_scores)
         if self.should_stop is not None and self.should_stop():
             self.stopped = True
 

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ccengine.notation import Position
 from ccengine.rules import Rules
 
 from .results import MatchGame
 from .runner import Scheduler, Sides
+from .schedule import set_seatings
 
 __all__ = ["WorkerMatch", "play_on_workers"]
 
@@ -27,11 +29,14 @@ class WorkerMatch:
     random_opening: int
     engine: str
     keep_moves: bool
+    start_positions: tuple[Position, ...] = ()
+    seating: str = "rotations"
 
     def build(self) -> Scheduler:
         sides = tuple(Sides(s, self.rules, parallel=1, engine=self.engine) for s in self.specs)
         return Scheduler(self.rules, sides, games=self.games, seed=self.seed, random_opening=self.random_opening,
-                         parallel=1, engine=self.engine, keep_moves=self.keep_moves)
+                         parallel=1, engine=self.engine, keep_moves=self.keep_moves,
+                         start_positions=self.start_positions, seating=self.seating)
 
 
 _worker: Scheduler | None = None  # the per-process match of a worker pool
@@ -56,7 +61,7 @@ def play_on_workers(
     # A spawn context local to this call: no global start-method patch, and no fork of a parent
     # that may hold threads (torch) or a Ray connection.
     ctx = multiprocessing.get_context("spawn")
-    n = len(match.specs)
+    n = len(set_seatings(len(match.specs), match.seating))  # games a set
     chunk = max(1, min(16, len(indices) // (workers * 8)))
     games: list[MatchGame] = []
     with ctx.Pool(min(workers, len(indices)), initializer=_init_worker, initargs=(match,)) as pool:

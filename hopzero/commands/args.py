@@ -128,6 +128,12 @@ def add_engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINES, default="cython", help="game engine (default: cython)")
 
 
+def add_seating(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seating", choices=("rotations", "permutations"), default="rotations",
+                   help="how a set of games seats the players: every rotation (N games, the default) or every "
+                        "order (N! games; the same two games for two players)")
+
+
 def add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 

@@ -18,6 +18,7 @@ from .args import (
     add_engine,
     add_json,
     add_preset,
+    add_seating,
     emit,
     int_arg,
     seed_arg,
@@ -41,6 +42,7 @@ def add_parser(sub: Any) -> None:
         "--random-opening", type=int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
         help="random first moves per side (default 3)",
     )
+    add_seating(p)
     p.add_argument("--workers", type=int_arg(1, MAX_WORKERS), default=1, metavar="W",
                    help=f"processes, at most {MAX_WORKERS} (same result for any W)")
     p.add_argument(
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     result = play_match(
         args.preset, *players, games=args.games, seed=args.seed, random_opening=args.random_opening,
-        parallel=args.parallel, workers=args.workers, engine=args.engine, on_game=progress,
+        parallel=args.parallel, workers=args.workers, engine=args.engine, on_game=progress, seating=args.seating,
     )
     elapsed = time.perf_counter() - start
     data = result.to_dict()
@@ -144,8 +146,9 @@ def _text(r: Any, elapsed: float) -> str:
     also A's record moving first and second (the seed protocol's view)."""
     n = len(r.players)
     width = max(len(name) for name in r.players)
+    seating = "every seat rotation" if r.seating == "rotations" else "every seat order"
     lines = [f"{r.games} games on {r.preset}, seed {r.seed}, {r.random_opening} random opening moves a player, "
-             f"every seat rotation (fair share {1 / n:.3f})"]
+             f"{seating} (fair share {1 / n:.3f})"]
     for k, (name, rec) in enumerate(zip(r.players, r.records)):
         seats = "  ".join(f"seat {s}: {x.mean_score:.3f}" for s, x in enumerate(r.by_seat[k]))
         lines.append(f"  {'ABCDEF'[k]} {name:<{width}}  score {rec.mean_score:.3f}  wins {rec.wins:5d} "

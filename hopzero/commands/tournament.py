@@ -17,6 +17,7 @@ from .args import (
     CliError,
     add_json,
     add_preset,
+    add_seating,
     emit,
     int_arg,
     seed_arg,
@@ -29,8 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--players", nargs="+", required=True, metavar="SPEC",
                    help="two or more player SPECs (random anchors the ladder at 0, as CCERL does)")
     p.add_argument("--games", type=int_arg(2, MATCH_MAX_GAMES), default=40, metavar="N",
-                   help="games per group of players (for two: per pair), a multiple of the preset's seats: every "
-                        "seat rotation (default 40)")
+                   help="games per group of players (for two: per pair), whole sets of the seating: a multiple of "
+                        "the preset's seats for rotations, of their factorial for permutations (default 40)")
     p.add_argument("--seed", type=seed_arg, default=0, metavar="S", help="tournament seed (default 0)")
     p.add_argument("--random-opening", type=int_arg(0, MAX_RANDOM_OPENING), default=3, metavar="K",
                    help="random first moves per side (default 3)")
@@ -38,6 +39,7 @@ def add_parser(sub: Any) -> None:
                    help="games in flight in one process, mcts searches batched (default 1)")
     p.add_argument("--workers", type=int_arg(1, MAX_WORKERS), default=1, metavar="W",
                    help=f"processes, at most {MAX_WORKERS} (same result for any W)")
+    add_seating(p)
     p.add_argument("--reference", action="append", default=[], metavar="LABEL=W-D-L",
                    help="a published record against greedy to place on the ladder, no games played (repeat; "
                         "the seed paper's agent: 'seed paper=271-1-28')")
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         tournament = Tournament(args.preset, args.players, games=args.games, seed=args.seed,
                                 path=out / "games.jsonl", random_opening=args.random_opening,
-                                parallel=args.parallel, workers=args.workers, references=args.reference)
+                                parallel=args.parallel, workers=args.workers, references=args.reference,
+                                seating=args.seating)
         total = len(tournament.groups()) * args.games
         played = sum(len(v) for v in tournament.load().values())
     except TournamentError as exc:
