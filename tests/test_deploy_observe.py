@@ -273,10 +273,7 @@ def test_gauges_are_set_again_until_changed():
         "time.sleep(0.5)\n"
         "print(pc.REGISTRY.get_sample_value('hopzero_learner_loss', {'term': 'total'}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         cwd=tempfile.gettempdir(), check=False)
-    assert out.returncode == 0, out.stderr
-    assert float(out.stdout) == pytest.approx(0.7)
+    assert float(printed_by(code)) == pytest.approx(0.7)
 
 
 def test_a_stopped_components_metrics_never_set_a_gauge_back():
@@ -291,10 +288,16 @@ def test_a_stopped_components_metrics_never_set_a_gauge_back():
         "old.refresh()\n"
         "print(pc.REGISTRY.get_sample_value('hopzero_replay_unreachable_seconds'))\n"
     )
+    assert float(printed_by(code)) == pytest.approx(7.5)
+
+
+def printed_by(code: str) -> str:
+    """What ``code`` prints, run by a fresh Python outside the checkout (prometheus_client's
+    registry is the process's)."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=tempfile.gettempdir(), check=False)
     assert out.returncode == 0, out.stderr
-    assert float(out.stdout) == pytest.approx(7.5)
+    return out.stdout
 
 
 # ---------------------------------------------------------------------------------------------
