@@ -52,10 +52,10 @@ def play_match(
     seating: str = "rotations",
 ) -> MatchResult:
     """Play ``games`` games of ``players`` (one per seat of ``rules``: A, B, ..., each a SPEC or a
-    player) under the seed paper's protocol: every seat rotation in turn, the games of a set
-    sharing a random opening, reproducible from ``seed`` (``evaluator.arena.schedule``), up to
-    ``parallel`` games at once with each search player's waiting games searched in one batch
-    (``evaluator.arena.runner``).
+    player) under the seed paper's protocol: every seat rotation (or every order) in turn, the
+    games of a set sharing a random opening, reproducible from ``seed``
+    (``evaluator.arena.schedule``), up to ``parallel`` games at once with each search player's
+    waiting games searched in one batch (``evaluator.arena.runner``).
 
     ``on_game(set, rotation, scores)`` fires as each game finishes, ``scores`` the result vector
     by player (match order): what ``evaluator.gating.Gate.record`` takes with the candidate as A.
