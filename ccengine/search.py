@@ -596,7 +596,8 @@ class BatchedSearch:
             ok = actions >= 0
             policy[actions[ok]] = weights[ok] / total
         decision = self._decision_weights(g, weights)
-        near = finish_candidates(decision, q, float(root_value), cfg.finish) if n else None
+        # off by default: self-play's hot path skips it before any array work
+        near = finish_candidates(decision, q, float(root_value), cfg.finish) if cfg.finish > 0 and n else None
         if near is not None:
             decision = self._finishing(g, moves, near, decision)
         i = choose_move(decision, temperature, rng)
