@@ -36,7 +36,10 @@ import numpy as np
 
 from plumbing.run_files import atomic_write_text
 
-__all__ = ["EloLadder", "MatchRecord", "Rating", "elo_from_score", "score_from_elo"]
+__all__ = ["Z95", "EloLadder", "MatchRecord", "Rating", "elo_from_score", "score_from_elo"]
+
+#: The z of a two-sided 95% interval.
+Z95 = 1.959964
 
 _FORMAT = "hopzero.elo-ladder"
 _FORMAT_VERSION = 1
@@ -82,6 +85,10 @@ class Rating:
     stderr: float
     """Approximate standard error relative to the anchor (0 for the anchor)."""
     games: int
+
+    def interval95(self) -> tuple[float, float]:
+        """The 95% interval the standard error gives (the games taken as independent)."""
+        return self.elo - Z95 * self.stderr, self.elo + Z95 * self.stderr
 
 
 class EloLadder:

@@ -120,16 +120,20 @@ def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
-def results_table(lines: list[dict[str, Any]], preset: str) -> dict[str, Any]:
-    """The cross table and ratings of the results of ``preset`` (JSON-ready).
+def results_table(lines: list[dict[str, Any]], preset: str, anchor: str | None = None) -> dict[str, Any]:
+    """The cross table and ratings of the results of ``preset`` (JSON-ready), rated relative to
+    ``anchor`` when it played (default: ``greedy`` when it played, else the first player by name).
 
     ``players`` are sorted by rating (then by name); ``cells[i][j]`` is player ``i``'s record
     against ``j`` (``wins``, ``draws``, ``losses``, ``games``, ``score``), ``None`` where they did
-    not meet; ``ratings`` hold ``elo`` and ``stderr`` relative to ``anchor`` (``None`` for
-    players not connected to it by games)."""
+    not meet; ``players`` hold ``elo``, ``stderr`` and the 95% interval ``low`` .. ``high``
+    relative to ``anchor`` (``None`` for players not connected to it by games), the interval the
+    fit's own (``intervals``: ``"fit"``), which takes every game, or pairwise comparison, as
+    independent."""
     mine = [r for r in lines if r["preset"] == preset]
     names = sorted({r["a"] for r in mine} | {r["b"] for r in mine})
-    anchor = "greedy" if "greedy" in names else (names[0] if names else "greedy")
+    if anchor not in names:
+        anchor = "greedy" if "greedy" in names else (names[0] if names else "greedy")
     ladder = EloLadder(anchor=anchor)
     pair: dict[tuple[str, str], list[int]] = {}
     for r in mine:
@@ -154,9 +158,11 @@ def results_table(lines: list[dict[str, Any]], preset: str) -> dict[str, Any]:
         "preset": preset,
         "anchor": anchor,
         "matches": len(mine),
+        "intervals": "fit",
         "players": [
             {"name": n, "elo": fitted[n].elo if n in fitted else None,
              "stderr": fitted[n].stderr if n in fitted else None,
+             **dict(zip(("low", "high"), fitted[n].interval95() if n in fitted else (None, None))),
              "games": sum(c["games"] for y in names if (c := cell(n, y)) is not None)}
             for n in order
         ],

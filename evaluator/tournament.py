@@ -58,14 +58,12 @@ from ccengine.rules import Rules
 from learner.records import versions_now
 
 from .arena import check_match_options, play_match, set_seatings
-from .elo import EloLadder, MatchRecord, Rating
+from .elo import Z95, EloLadder, MatchRecord, Rating
 from .results import pairing_line
 
 __all__ = ["FORMAT", "Standing", "Tournament", "TournamentError", "TournamentResult", "write_outputs"]
 
 FORMAT = "hopzero.tournament/1"
-#: The z of a two-sided 95% interval.
-Z95 = 1.959964
 #: Resamples of the bootstrap that gives three or more players their intervals.
 BOOTSTRAP = 200
 
@@ -384,7 +382,7 @@ class Tournament:
             r = ratings.get(name)
             if r is None:  # not connected to the anchor by games yet
                 continue
-            low, high = r.elo - Z95 * r.stderr, r.elo + Z95 * r.stderr
+            low, high = r.interval95()
             if intervals is not None and name in intervals:  # three or more players: the bootstrap's too
                 low, high = min(low, intervals[name][0]), max(high, intervals[name][1])
             vs = relative.get(name)

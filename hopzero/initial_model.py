@@ -50,11 +50,16 @@ class InitialModel:
     version: int
     state: dict[str, Any]
     """The network (``learner.model.net_state`` format)."""
+    added_heads: tuple[str, ...] = ()
+    """The auxiliary heads this run added to the file's network (``NetConfig`` flags), new weights."""
 
     def provenance(self) -> dict[str, Any]:
         """What ``run.json`` records about it."""
-        return {"source": self.source, "path": str(self.path.resolve()), "sha256": self.sha256,
-                "version": self.version}
+        record = {"source": self.source, "path": str(self.path.resolve()), "sha256": self.sha256,
+                  "version": self.version}
+        if self.added_heads:
+            record["added_heads"] = list(self.added_heads)
+        return record
 
     def seed(self, run_dir: Path, config: TrainConfig) -> None:
         """Make it ``run_dir``'s best model: the marker, its model file, then the pointer (a
@@ -168,7 +173,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
     """The network ``source`` names, checked against ``config``: same preset, network shape,
     input encoding and algorithm. Every problem is one :class:`ConfigError`."""
-    from learner.model import NetConfig
+    from learner.model import NetConfig, net_state, with_added_heads
     from learner.model_files import read_model_file, resolve_model_source
     from plumbing.run_files import sha256_file
 
@@ -188,12 +193,17 @@ def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
             raise ConfigError(f"--init-model {source}: the network was trained with {key}={found!r}, "
                               f"this run has {key}={value!r}")
     expected = config.network.net_config(rules)
+    added: list[str] = []
     if shape != expected:
-        theirs, ours = shape.to_dict(), expected.to_dict()
-        differ = ", ".join(f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in ours if theirs.get(k) != ours[k])
-        raise ConfigError(f"--init-model {source}: the network's shape differs: {differ} "
-                          "(network.size, network.encoding and the game decide it)")
+        # A run may add auxiliary heads to a trained network (they start fresh); nothing else may differ.
+        try:
+            grown, added = with_added_heads(state, expected, seed=config.seed)
+        except ValueError as exc:
+            raise ConfigError(f"--init-model {source}: {exc} "
+                              "(network.size, network.encoding and the game decide it)") from None
+        state = net_state(grown, state.get("input"))
     version = recorded.get("version", 0)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ConfigError(f"--init-model {source}: recorded model version {version!r} is not a whole number >= 0")
-    return InitialModel(source=source, path=Path(path), sha256=sha256_file(path), version=version, state=state)
+    return InitialModel(source=source, path=Path(path), sha256=sha256_file(path), version=version, state=state,
+                        added_heads=tuple(added))

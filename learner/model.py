@@ -84,6 +84,7 @@ __all__ = [
     "NetworkConfig",
     "PolicyValueNet",
     "check_net_state",
+    "with_added_heads",
     "load_net",
     "net_state",
     "read_net_file",
@@ -520,6 +521,37 @@ def net_state(model: PolicyValueNet, input: Mapping[str, Any] | None = None) -> 
         state["input"] = dict(input)
     state[DIGEST_KEY] = content_digest(state)
     return state
+
+
+#: The auxiliary heads a network can gain after training (NetConfig flag: its modules' names).
+AUX_HEADS = {"opponent_head": ("opponent_conv.", "opponent_fc."),
+             "ownership_head": ("ownership_conv.", "ownership_out."),
+             "score_head": ("score_fc.",)}
+
+
+def with_added_heads(state: Mapping[str, Any], config: NetConfig, *, seed: int = 0) -> tuple[PolicyValueNet, list[str]]:
+    """The network of ``state`` (a :func:`net_state` dict) grown to ``config``: every weight it
+    has, plus the auxiliary heads ``config`` turns on and it lacks, initialised as a new network's
+    (under ``seed``, leaving the global random state as it was). Returns the network and the
+    heads added. ``ValueError`` names any other difference: the trunk, policy and value must
+    match, and a head is never dropped (the message gives the wanted value as "this run")."""
+    own = NetConfig.from_dict(state["config"]).to_dict()
+    wanted = config.to_dict()
+    differ = [k for k in wanted if own.get(k) != wanted[k]]
+    added = [k for k in differ if k in AUX_HEADS and not own.get(k) and wanted[k]]
+    other = [k for k in differ if k not in added]
+    if other:
+        raise ValueError("the network's shape differs: " + ", ".join(
+            f"{k} {own.get(k)!r} (this run: {wanted[k]!r})" for k in other))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = PolicyValueNet(config)
+    missing, unexpected = model.load_state_dict(state["state_dict"], strict=False)
+    fresh = tuple(prefix for head in added for prefix in AUX_HEADS[head])
+    stray = list(unexpected) + [k for k in missing if not k.startswith(fresh)]
+    if stray:
+        raise ValueError(f"the weights do not fit the network: {stray[:3]}")
+    return model, added
 
 
 def save_net(model: PolicyValueNet, path: str | os.PathLike[str], input: Mapping[str, Any] | None = None) -> None:

@@ -314,6 +314,25 @@ def test_a_tournament_directory_shows_the_multi_player_ladder(tmp_path):
         assert sorted(p["name"] for p in t["players"]) == ["greedy", "greedy-stochastic", "random"]
         # three games of one group: every pair compared three times
         assert all(c["games"] == 3 for row in t["cells"] for c in row if c is not None)
+        # the tournament's own intervals (whole games resampled), never narrower than the fit's
+        ladder = {s["player"]: s for s in json.loads((out / "ladder.json").read_text())["standings"]}
+        assert t["intervals"] == "games"
+        for p in t["players"]:
+            s = ladder[p["name"]]
+            assert p["high"] - p["low"] == pytest.approx(s["high"] - s["low"], abs=0.2)
+            assert p["high"] - p["low"] >= 2 * 1.95 * p["stderr"] - 0.2
+    finally:
+        server.stop()
+    # beside another file of the same board the ladder's intervals no longer apply: the fit's
+    other = tmp_path / "more.jsonl"
+    other.write_text((out / "results.jsonl").read_text().replace('"greedy"', '"greedy-again"', 1))
+    server = LiveServer(tmp_path / "data2", results=[out, other])
+    try:
+        t = server.get("/api/tables").json()["table"]
+        assert t["intervals"] == "fit"
+        for p in t["players"]:
+            if p["stderr"]:
+                assert p["high"] - p["low"] == pytest.approx(2 * 1.959964 * p["stderr"])
     finally:
         server.stop()
 

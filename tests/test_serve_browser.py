@@ -559,6 +559,8 @@ def test_a_runs_games_replay_move_by_move_and_the_tables(server, browser, shots)
     _wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cross-table tbody tr"))
     Select(browser.find_element(By.ID, "tables-preset")).select_by_value("star3")
     _wait(browser).until(lambda d: "pairwise comparisons of finishing order" in d.find_element(By.ID, "tables-info").text)
+    assert "bootstrap over whole games" in browser.find_element(By.ID, "tables-info").text   # the tournament's intervals
+    assert [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#cross-table th")][3] == "95% interval"
     names = [r.find_elements(By.TAG_NAME, "td")[1].text for r in browser.find_elements(By.CSS_SELECTOR, "#cross-table tbody tr")]
     assert sorted(names) == sorted(["greedy", "random", "greedy-stochastic", "alphabeta:depth=1,opponents=still"])
     _shoot(browser, shots / "web-tables.png")

@@ -94,3 +94,29 @@ def test_init_model_is_refused_with_a_clear_error_and_nothing_written(tmp_path):
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["run.json"]
     with pytest.raises(ConfigError, match="no such file or run directory"):
         train(load_config("demo", seed=1), run_dir=tmp_path / "new", init_model=str(tmp_path / "missing.pt"))
+
+
+def test_init_model_adds_auxiliary_heads_and_keeps_every_other_weight(tmp_path):
+    # KataGo's ownership and score heads can join a network trained without them: the run's
+    # first best model is the shipped network with two new heads, its own weights untouched.
+    from hopzero.initial_model import load_initial_model
+    from learner.model import load_net, save_net
+
+    config = load_config("demo", seed=1, overrides=["network.ownership_head=true", "network.score_head=true"])
+    initial = load_initial_model(config, "shipped")
+    assert initial.added_heads == ("ownership_head", "score_head")
+    assert initial.provenance()["added_heads"] == ["ownership_head", "score_head"]
+    shipped = load_net(shipped_model_path(config.game_rules())).state_dict()
+    grown = load_net(initial.state).state_dict()
+    assert {k for k in grown if k not in shipped} and all(k.startswith(("ownership_", "score_")) for k in grown
+                                                          if k not in shipped)
+    assert all(grown[k].equal(v) for k, v in shipped.items())
+    assert load_initial_model(config, "shipped").state["sha256"] == initial.state["sha256"]   # seeded: the same heads
+
+    # a head is never dropped, and nothing but heads may be added
+    with_heads = tmp_path / "with-heads.pt"
+    save_net(load_net(initial.state), with_heads, initial.state.get("input"))
+    with pytest.raises(ConfigError, match="shape differs: ownership_head True .this run: False."):
+        load_initial_model(load_config("demo", seed=1), str(with_heads))
+    with pytest.raises(ConfigError, match="shape differs: global_pooling 0 .this run: 2."):
+        load_initial_model(load_config("demo", seed=1, overrides=["network.global_pooling=2"]), "shipped")

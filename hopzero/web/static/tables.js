@@ -23,14 +23,21 @@ export async function showTables(preset) {
   const pairs = data.pairwise
     ? " Each cell counts pairwise comparisons of finishing order: in every game of a group, the player with the larger share of the result beats the other (equal shares: a draw)."
     : "";
+  const intervals = t.intervals === "games"
+    ? " The 95% intervals come from the tournament's bootstrap over whole games."
+    : data.pairwise
+      ? " The 95% intervals are the fit's, which takes the comparisons of one game as independent: too narrow with three or more players (a tournament directory alone gives intervals over whole games)."
+      : " The 95% intervals are the fit's.";
   $("tables-info").textContent = `${t.matches} pairings on ${t.preset} from ${data.files.join(", ")}. Ratings are Elo relative to ${t.anchor} = 0`
-    + (t.anchor === "greedy" ? "." : " (greedy did not play: the anchor is the first player by name).") + pairs;
+    + (t.anchor === "greedy" ? "." : t.intervals === "games" ? " (the tournament's anchor)."
+      : " (greedy did not play: the anchor is the first player by name).") + pairs + intervals;
   const head = grid.createTHead().insertRow();
-  for (const text of ["#", "player", "Elo", "±", "games", ...t.players.map((_, j) => String(j + 1))]) el("th", {}, head, text);
+  for (const text of ["#", "player", "Elo", "95% interval", "games", ...t.players.map((_, j) => String(j + 1))]) el("th", {}, head, text);
   const body = grid.createTBody();
   t.players.forEach((p, i) => {
     const tr = body.insertRow();
-    for (const text of [i + 1, p.name, fmt(p.elo, 0), fmt(p.stderr, 0), p.games]) tr.insertCell().textContent = String(text);
+    const interval = p.low === null || p.low === undefined ? "–" : `${fmt(p.low, 0)} .. ${fmt(p.high, 0)}`;
+    for (const text of [i + 1, p.name, fmt(p.elo, 0), interval, p.games]) tr.insertCell().textContent = String(text);
     t.cells[i].forEach((c, j) => {
       const td = tr.insertCell();
       td.className = "score";
