@@ -127,8 +127,8 @@ def results_table(lines: list[dict[str, Any]], preset: str, anchor: str | None =
     ``players`` are sorted by rating (then by name); ``cells[i][j]`` is player ``i``'s record
     against ``j`` (``wins``, ``draws``, ``losses``, ``games``, ``score``), ``None`` where they did
     not meet; ``players`` hold ``elo``, ``stderr`` and the 95% interval ``low`` .. ``high``
-    relative to ``anchor`` (``None`` for players not connected to it by games), the interval the
-    fit's own (``intervals``: ``"fit"``), which takes every game, or pairwise comparison, as
+    relative to ``anchor`` (``None`` for players not connected to it by games). The interval is
+    the fit's own (``intervals``: ``"fit"``), which takes every game, or pairwise comparison, as
     independent."""
     mine = [r for r in lines if r["preset"] == preset]
     names = sorted({r["a"] for r in mine} | {r["b"] for r in mine})

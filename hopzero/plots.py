@@ -7,7 +7,7 @@ from pathlib import Path
 from evaluator.gating import GateConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["write_plots", "write_td_curve"]
+__all__ = ["greedy_curve", "write_curves", "write_plots", "write_td_curve"]
 
 
 def write_plots(rundir: RunDir) -> list[Path]:
@@ -64,6 +64,38 @@ def write_plots(rundir: RunDir) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def greedy_curve(rundir: RunDir) -> list[tuple[float, int, float]]:
+    """The run's own measurements of its best model against greedy: (minutes since the run
+    started, model version, score), in order."""
+    greedy = [e for e in rundir.read_jsonl("evaluations.jsonl") if e.get("kind") == "greedy"]
+    if not greedy:
+        return []
+    t0 = _run_start(rundir, min(e.get("wall", 0.0) for e in greedy))
+    return [((e.get("wall", t0) - t0) / 60, int(e["version"]), float(e["score"])) for e in greedy]
+
+
+def write_curves(curves: dict[str, list[tuple[float, int, float]]], path: Path, title: str) -> Path:
+    """Several runs' :func:`greedy_curve` in one picture (``hopzero curves``), one line a run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    for name, curve in curves.items():
+        ax.plot([t for t, _, _ in curve], [100 * s for _, _, s in curve], "o-", label=name)
+    ax.set_xlabel("minutes since the run started")
+    ax.set_ylabel("best model vs greedy, the run's own measurement (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def _gate_threshold(rundir: RunDir) -> float:

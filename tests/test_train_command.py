@@ -54,6 +54,22 @@ def test_train_runs_the_whole_system_on_the_star(tmp_path):
     assert last["selfplay"]["games"] > 120, last["selfplay"]     # star self-play games beyond stage 1's
     assert last["learner"]["steps"] > 40, last["learner"]        # and the learner trained on them
 
+    # hopzero curves draws the run's own measurements of its best models; a directory that is no
+    # run is refused, naming it, and nothing is written
+    picture = tmp_path / "curves.png"
+    curves = subprocess.run(hopzero_command() + ["curves", str(run_dir), "--out", str(picture), "--json"],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert curves.returncode == 0, curves.stderr
+    measured = [json.loads(line) for line in (run_dir / "evaluations.jsonl").read_text().splitlines()]
+    points = json.loads(curves.stdout)["runs"]["run"]
+    assert [(p["version"], p["score"]) for p in points] == [
+        (int(e["version"]), e["score"]) for e in measured if e["kind"] == "greedy"]
+    assert all(0 <= p["minutes"] <= 3 for p in points) and picture.read_bytes()[:4] == b"\x89PNG"
+    refused = subprocess.run(hopzero_command() + ["curves", str(tmp_path), "--out", str(tmp_path / "no.png")],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert refused.returncode == 2 and "not a run directory (no run.json)" in refused.stderr
+    assert not (tmp_path / "no.png").exists()
+
 
 def test_train_starts_a_new_run_from_a_trained_network(tmp_path):
     # --init-model: the shipped cc49 network (v7000, the `fast` size) is the new run's first best

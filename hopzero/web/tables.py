@@ -106,7 +106,7 @@ def _take_intervals(table: dict[str, Any], ladder: dict[str, Any]) -> bool:
             return False
         widths = {s["player"]: (float(s["low"]) - float(s["elo"]), float(s["high"]) - float(s["elo"]))
                   for s in ladder["standings"] if not s.get("published")}
-    except (KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError):  # a ladder.json of another shape
         return False
     rated = [p for p in table["players"] if p["elo"] is not None]
     if not all(p["name"] in widths for p in rated):
