@@ -15,25 +15,20 @@ def write_plots(rundir: RunDir) -> list[Path]:
     evaluations = rundir.read_jsonl("evaluations.jsonl")
     if not evaluations:
         return []
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     out_dir = rundir.path / "plots"
     out_dir.mkdir(exist_ok=True)
     written = []
 
-    t0 = _run_start(rundir, min(e.get("wall", 0.0) for e in evaluations))
-    for e in evaluations:
-        e["time"] = e.get("wall", t0) - t0
+    for e, minutes in zip(evaluations, _minutes_since_start(rundir, evaluations)):
+        e["minutes"] = minutes
     greedy = [e for e in evaluations if e.get("kind") == "greedy"]
     gates = [e for e in evaluations if e.get("kind") == "gate"]
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if greedy:
-        ax.plot([e["time"] / 60 for e in greedy], [100 * e["score"] for e in greedy], "o-", label="best vs greedy")
+        ax.plot([e["minutes"] for e in greedy], [100 * e["score"] for e in greedy], "o-", label="best vs greedy")
     if gates:
-        ax.plot([e["time"] / 60 for e in gates], [100 * e["score"] for e in gates], "s", alpha=0.6,
+        ax.plot([e["minutes"] for e in gates], [100 * e["score"] for e in gates], "s", alpha=0.6,
                 label="candidate vs best (gate)")
         threshold = 100 * _gate_threshold(rundir)
         ax.axhline(threshold, color="grey", linestyle=":", label=f"{threshold:g}% gate")
@@ -52,7 +47,7 @@ def write_plots(rundir: RunDir) -> list[Path]:
     elo = [e for e in greedy if "elo" in e]
     if elo:
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        ax.plot([e["time"] / 60 for e in elo], [e["elo"] for e in elo], "o-")
+        ax.plot([e["minutes"] for e in elo], [e["elo"] for e in elo], "o-")
         ax.axhline(0, color="grey", linestyle=":", label="greedy = 0")
         ax.set_xlabel("minutes since the run started")
         ax.set_ylabel("Elo of the best model")
@@ -72,17 +67,13 @@ def greedy_curve(rundir: RunDir) -> list[tuple[float, int, float]]:
     greedy = [e for e in rundir.read_jsonl("evaluations.jsonl") if e.get("kind") == "greedy"]
     if not greedy:
         return []
-    t0 = _run_start(rundir, min(e.get("wall", 0.0) for e in greedy))
-    return [((e.get("wall", t0) - t0) / 60, int(e["version"]), float(e["score"])) for e in greedy]
+    minutes = _minutes_since_start(rundir, greedy)
+    return [(m, int(e["version"]), float(e["score"])) for m, e in zip(minutes, greedy)]
 
 
 def write_curves(curves: dict[str, list[tuple[float, int, float]]], path: Path, title: str) -> Path:
     """Several runs' :func:`greedy_curve` in one picture (``hopzero curves``), one line a run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     for name, curve in curves.items():
         ax.plot([t for t, _, _ in curve], [100 * s for _, _, s in curve], "o-", label=name)
@@ -96,6 +87,22 @@ def write_curves(curves: dict[str, list[tuple[float, int, float]]], path: Path, 
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend: files only, no display needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _minutes_since_start(rundir: RunDir, evaluations: list[dict]) -> list[float]:
+    """Each evaluation's time (its ``wall``) in minutes since the run started."""
+    t0 = _run_start(rundir, min(e.get("wall", 0.0) for e in evaluations))
+    return [(e.get("wall", t0) - t0) / 60 for e in evaluations]
 
 
 def _gate_threshold(rundir: RunDir) -> float:
@@ -121,11 +128,7 @@ def _run_start(rundir: RunDir, fallback: float) -> float:
 
 def write_td_curve(path: Path, curve: list[float], preset: str, opponent: str) -> None:
     """The learning curve of ``hopzero td-train``: the score over the last 100 episodes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     ax.plot(range(1, len(curve) + 1), [100 * c for c in curve])
     ax.set_xlabel("episode")
