@@ -116,7 +116,7 @@ def test_a_half_seeded_run_is_completed_by_the_same_model(tmp_path, demo):
 
 
 def test_a_run_json_that_claims_a_model_it_never_got_loses_the_claim(tmp_path, demo):
-    """The state the issue found: run.json says v7000, no model file, no best.json."""
+    """The state a crash can leave: run.json says v7000, no model file, no best.json."""
     config, initial = demo
     run_dir = tmp_path / "run"
     RunDir(run_dir).start(config, versions_now(), initial_model=initial.provenance())
