@@ -43,6 +43,7 @@ __all__ = [
     "PASS_ACTION",
     "STATE_BYTES",
     "FINISH_MARGIN",
+    "PLAY_FINISH",
     "BatchedSearch",
     "Evaluator",
     "RolloutEvaluator",
@@ -124,9 +125,10 @@ class SearchConfig:
     network with the opponent head, ``network.opponent_head``). Paper: no."""
     finish: float = checked(0.0, ge=0, le=1)
     """Finishing a won game: when the root mover's expected share is at least ``finish`` (0:
-    off) and at most ``FINISH_STEPS`` steps are left to fill its goal, the move is the one that
-    leaves the fewest steps (``ccengine.finish``) among the searched moves whose value is within
-    ``FINISH_MARGIN`` of the best, ties by visits; when none of them lowers the steps, among the
+    off, as in self-play; a ``SearchPlayer`` plays with ``PLAY_FINISH``) and at most
+    ``FINISH_STEPS`` steps are left to fill its goal, the move is the one that leaves the fewest
+    steps (``ccengine.finish``) among the searched moves whose value is within ``FINISH_MARGIN``
+    of the best, ties by visits; when none of them lowers the steps, among the
     moves never searched too (``BatchedSearch._finishing``). A value sure of the win everywhere
     prefers nothing, and the search may shuffle a piece until a repetition draws a won race
     (docs/STRENGTH.md, "Won endgames"); this is Leela Chess Zero's moves-left preference with the
@@ -331,6 +333,13 @@ FINISH_MARGIN = 0.02
 #: 52.25% against ``alphabeta:depth=3``; with it, it plays as well as without the rule
 #: (docs/STRENGTH.md, "Won endgames").
 FINISH_STEPS = 30
+#: The ``SearchConfig.finish`` share a search player (``SearchPlayer``: the ``mcts`` SPECs, the
+#: gate, rooms and the engine protocol) plays with unless told otherwise (``finish=0`` turns the
+#: rule off). With it the shipped star2 model finishes every won endgame of
+#: ``hopzero endgames`` instead of drawing about half of them by repetition, and whole games
+#: score the same within a standard error (docs/STRENGTH.md, "Won endgames"). Self-play keeps
+#: ``SearchConfig.finish`` (0): its moves are the visit counts' own.
+PLAY_FINISH = 0.9
 
 
 def finish_candidates(weights: np.ndarray, q: np.ndarray, root_value: float, finish: float) -> np.ndarray | None:

@@ -21,7 +21,7 @@ from .encoding import PieceTracker
 from .notation import parse_int, parse_positive_float
 from .players import PlayerKind, SeedLike
 from .rules import PASS, Rules
-from .search import BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
+from .search import PLAY_FINISH, BatchedSearch, Evaluator, RolloutEvaluator, SearchConfig, SearchResult
 
 __all__ = ["MCTS_ROLLOUT", "OPPONENTS", "SearchPlayer", "flag", "game_piece_history", "opponent_option", "positive",
            "share"]
@@ -89,7 +89,7 @@ class SearchPlayer:
         greedy_opponent: bool = False,
         model_opponent: bool = False,
         reuse: bool = False,
-        finish: float = 0.0,
+        finish: float = PLAY_FINISH,
         name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
@@ -98,8 +98,8 @@ class SearchPlayer:
         keep the searched subtree of the moves played since this player's last search (the
         SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew.
         ``finish``: the share from which it plays out a won race (``SearchConfig.finish``, the
-        SPEC option ``finish=F``). ``c_puct``: the exploration constant, ``SearchConfig``'s
-        default when None."""
+        SPEC option ``finish=F``; 0 turns it off). ``c_puct``: the exploration constant,
+        ``SearchConfig``'s default when None."""
         if history < 1:
             raise ValueError(f"history={history} must be at least 1")
         self.rules = rules
@@ -257,7 +257,7 @@ def _rollout_player(
     solver: bool = False,
     opponent: str = "any",
     reuse: bool = False,
-    finish: float = 0.0,
+    finish: float = PLAY_FINISH,
 ) -> SearchPlayer:
     """``rollout``: the playout policy of both sides (greedy, random, greedy-stochastic,
     greedy-eps with ``eps``, softmax over forward distance with ``temp``). ``solver``: back up

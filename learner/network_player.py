@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ccengine.eval_cache import EvaluationCache
 from ccengine.players import PlayerKind, SeedLike
 from ccengine.rules import Rules
-from ccengine.search import SearchConfig, UniformEvaluator
+from ccengine.search import PLAY_FINISH, SearchConfig, UniformEvaluator
 from ccengine.search_player import SearchPlayer, flag, opponent_option, positive, share
 
 from .backends import backend_option
@@ -47,7 +47,7 @@ def search_player_for(
     name: str = "mcts",
     opponent: str = "any",
     reuse: bool = False,
-    finish: float = 0.0,
+    finish: float = PLAY_FINISH,
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
     recorded (``evaluator.c_puct``), else the search's default; the network's input history;
@@ -82,7 +82,7 @@ def network_player(
     backend: str = "auto",
     opponent: str = "any",
     reuse: bool = False,
-    finish: float = 0.0,
+    finish: float = PLAY_FINISH,
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the search's default. ``backend``: how the network runs

@@ -11,9 +11,10 @@ import pytest
 from ccengine.engines import new_state
 from ccengine.finish import assignment_cost, step_distances, steps_to_finish
 from ccengine.rules import preset
-from ccengine.search import FINISH_STEPS, SearchConfig, UniformEvaluator
+from ccengine.search import FINISH_STEPS, PLAY_FINISH, SearchConfig, UniformEvaluator
 from ccengine.search_player import SearchPlayer
 from evaluator.endgames import build_endgames, convert_endgames, parker
+from learner.players import make_player
 
 STARS = ("star2", "star3", "star4", "star6")
 
@@ -105,7 +106,8 @@ def test_the_finish_rule_plays_a_move_that_lowers_the_steps_when_the_game_is_won
     for position in build_endgames(rules, "parked", 6, seed=2):
         state = new_state(rules, position)
         before = steps_of(rules, state)
-        sure = SearchPlayer(rules, 1, SureOfPlayerZero(rules.players), simulations=24, finish=0.9)
+        sure = SearchPlayer(rules, 1, SureOfPlayerZero(rules.players), simulations=24)  # PLAY_FINISH
+        assert sure.config.finish == PLAY_FINISH > 0
         after = new_state(rules, position)
         after.play(sure.select(state))
         assert steps_of(rules, after) < before
@@ -115,12 +117,12 @@ def test_the_finish_rule_leaves_an_undecided_game_and_a_long_race_alone():
     rules = preset("star2")
     for position in build_endgames(rules, "race", 4, seed=3):
         state = new_state(rules, position)
-        plain = SearchPlayer(rules, 7, UniformEvaluator(2), simulations=24)
+        plain = SearchPlayer(rules, 7, UniformEvaluator(2), simulations=24, finish=0)
         finishing = SearchPlayer(rules, 7, UniformEvaluator(2), simulations=24, finish=0.9)
         assert plain.select(state) == finishing.select(state)  # a share of 1/2 is no won game
     start = new_state(rules)  # sure of the win, but 120 steps from the end: hops decide, not steps
     assert steps_to_finish(rules, pieces_of(start, 0), [], 0) > FINISH_STEPS
-    plain = SearchPlayer(rules, 7, SureOfPlayerZero(2), simulations=24)
+    plain = SearchPlayer(rules, 7, SureOfPlayerZero(2), simulations=24, finish=0)
     finishing = SearchPlayer(rules, 7, SureOfPlayerZero(2), simulations=24, finish=0.9)
     assert plain.select(start) == finishing.select(start)
 
@@ -143,3 +145,12 @@ def test_convert_endgames_counts_each_players_games_from_the_seat_ahead():
         assert set(record.drawn) <= {"repetition", "max_plies", "no_move"}
     assert {g.reason for g in result.played} <= {"all_home", "anti_block", "repetition", "max_plies", "no_move"}
 
+
+
+def test_search_players_finish_by_default_and_finish_0_turns_the_rule_off():
+    rules = preset("star2")
+    assert make_player("mcts-rollout:sims=8", rules, 1).config.finish == PLAY_FINISH
+    assert make_player("mcts:sims=8", rules, 1).config.finish == PLAY_FINISH
+    assert make_player("mcts-rollout:sims=8,finish=0", rules, 1).config.finish == 0
+    assert make_player("mcts:sims=8,finish=0.95", rules, 1).config.finish == 0.95
+    assert SearchConfig().finish == 0  # self-play's moves stay the visit counts' own
