@@ -7,7 +7,7 @@ import pytest
 from hopzero.config import CONFIG_NAMES, ConfigError, load_config, named_config_data
 
 
-@pytest.mark.parametrize("name", [name for name in CONFIG_NAMES if name != "star6"])
+@pytest.mark.parametrize("name", [name for name in CONFIG_NAMES if name not in ("star4", "star6")])  # race plans
 def test_named_configs_load_on_every_training_preset(name):
     for preset_name in ("cc49", "paper", "small-4-3"):
         config = load_config(name, preset_name=preset_name, seed=5)
@@ -16,13 +16,15 @@ def test_named_configs_load_on_every_training_preset(name):
 
 
 def test_a_teacher_that_needs_more_players_is_refused_on_two_before_the_run_starts():
-    """star6's stage-1 teacher plans a race of three or more players: the config loads on every
-    preset of three or more and names the teacher on a two-player game."""
+    """star6's and star4's stage-1 teacher plans a race of three or more players: the config loads
+    on every preset of three or more and names the teacher on a two-player game."""
     for preset_name in ("star3", "star4", "star6"):
         assert load_config("star6", preset_name=preset_name).stage1.teacher == "alphabeta:depth=2,opponents=still"
+    assert load_config("star4").stage1 == load_config("star6").stage1  # star4 learns from the race plan too
     for preset_name in ("cc49", "star2"):
-        with pytest.raises(ConfigError, match=r"^stage1.teacher: .*opponents=still plans a race among three or more"):
-            load_config("star6", preset_name=preset_name)
+        for name in ("star4", "star6"):
+            with pytest.raises(ConfigError, match=r"^stage1.teacher: .*opponents=still plans a race among three or more"):
+                load_config(name, preset_name=preset_name)
     with pytest.raises(ConfigError, match=r"^stage1.teacher: .*opponents=still"):
         load_config("star3", preset_name="star2", overrides=["stage1.teacher=alphabeta:opponents=still"])
 

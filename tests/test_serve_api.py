@@ -119,10 +119,12 @@ def test_engines_offered_with_named_levels_within_the_limits(live):
     two = live.get("/api/presets/cc49").json()["engines"]
     assert [lv["number"] for lv in next(e for e in two if e["choice"]["kind"] == "alphabeta")["levels"]] == [1, 2, 3]  # --max-depth 3
     assert info["default_engine"] == {"kind": "model", "level": "club", "number": None, "run": 0}
-    # star4 ships no model: alpha-beta is its default and analysis uses playouts
-    star4 = live.get("/api/presets/star4").json()
-    if "model" not in [e["choice"]["kind"] for e in star4["engines"]]:
-        assert star4["default_engine"]["kind"] == "alphabeta" and "playouts" in star4["analyst"]
+    # cc81 ships no model: alpha-beta is its default and analysis uses playouts
+    cc81 = live.get("/api/presets/cc81").json()
+    assert "model" not in [e["choice"]["kind"] for e in cc81["engines"]]
+    assert cc81["default_engine"]["kind"] == "alphabeta" and "playouts" in cc81["analyst"]
+    star4 = live.get("/api/presets/star4").json()  # star4's model ships
+    assert star4["default_engine"]["kind"] == "model" and "playouts" not in star4["analyst"]
     # the run directory has no best model yet: not offered
     assert "run" not in [e["choice"]["kind"] for e in live.get("/api/presets/cc49").json()["engines"]]
 
