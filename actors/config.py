@@ -89,6 +89,11 @@ class StageOneConfig:
                            bad=("minimax", "alphabeta:depth=0", "mcts:sims=8"))
     """Who plays the stage-1 games and gives their policy targets: ``greedy`` (the paper's) or an
     alpha-beta SPEC, whose chosen move is the target (``actors.heuristic``)."""
+    keep_window: bool = checked(False)
+    """On: the learner's window is not emptied when self-play starts; self-play's positions push
+    the stage-1 positions out oldest first, so the first candidates do not learn from a few
+    hundred self-play games alone. Off: self-play starts on an empty window and stage-1 games
+    are never learnt from again."""
 
     def __post_init__(self) -> None:
         check_fields(self)

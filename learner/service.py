@@ -54,6 +54,7 @@ class LearnerService:
         replay_config: ReplayConfig,
         stage1_steps: int,
         candidate_every_steps: int,
+        keep_stage1_window: bool = False,
         seed: int,
         run_config: dict[str, Any],
         config_hash: str,
@@ -63,8 +64,9 @@ class LearnerService:
         dqn: DQNConfig | None = None,
     ) -> None:
         """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
-        before self-play (0: no stage 1). ``run_config`` and ``config_hash``: the whole run's
-        config as plain data, recorded in every checkpoint. ``dqn``: train Q values by double DQN
+        before self-play (0: no stage 1). ``keep_stage1_window``: self-play starts on the stage-1
+        window instead of an empty one (``stage1.keep_window``). ``run_config`` and
+        ``config_hash``: the whole run's config as plain data, recorded in every checkpoint. ``dqn``: train Q values by double DQN
         on ``dqn`` records (``learner.dqn``) instead of AlphaZero's targets (no stage 1 then)."""
         configure_logging()
         self.run_dir = Path(run_dir)
@@ -73,6 +75,7 @@ class LearnerService:
         self.registry = ray.get_actor(registry)  # by name: a restarted actor finds it again
         self.learner_config, self.replay_config = learner, replay_config
         self.stage1_steps, self.candidate_every_steps = stage1_steps, candidate_every_steps
+        self.keep_stage1_window = keep_stage1_window
         self.run_config, self.config_hash = run_config, config_hash
         self.rules = rules
         self.encoding = encoding_for(rules, network.encoding, history=network.history)
@@ -110,7 +113,7 @@ class LearnerService:
                 opponent_target=net.opponent_head,
                 aux=aux_store(net, self.encoding, replay_config.window_positions),
             )
-            if self.stage == 2:
+            if self.stage == 2 and not keep_stage1_window:  # a restarted learner refills it alike
                 self.mirror.min_model_version = SELFPLAY_MIN_VERSION
         self.rng = np.random.default_rng([seed, self.trainer.steps])
         self.metrics = Metrics()
@@ -221,8 +224,9 @@ class LearnerService:
         self.registry.publish_candidate.remote(version, weights)
         self.stage = 2
         self.checkpoint()
-        self.mirror.clear()
-        self.mirror.min_model_version = SELFPLAY_MIN_VERSION
+        if not self.keep_stage1_window:
+            self.mirror.clear()
+            self.mirror.min_model_version = SELFPLAY_MIN_VERSION
         self.limiter = self._limiter()
         self.mirror.limiter = self.limiter
         log.info("stage 1 done at step %d: its network is the first best model", version)

@@ -193,3 +193,54 @@ def test_a_learner_without_checkpoints_adopts_the_registrys_best(local_ray, tmp_
     assert [p.name for p in (tmp_path / "checkpoints").glob("checkpoint-*.pt")] == ["checkpoint-0000000700.pt"]
     for handle in (learner, store, registry):
         ray.kill(handle)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_stage_1_positions_leave_the_window_at_self_play_unless_kept(local_ray, tmp_path, keep):
+    """At the switch to self-play the learner empties its window and skips stage-1 games from then
+    on; with ``stage1.keep_window`` the stage-1 positions stay for self-play to push out."""
+    import dataclasses
+
+    from replay_helpers import random_game_record
+
+    from hopzero.registry import ModelRegistry
+    from learner.records import encode_record
+    from learner.replay import MemoryReplay, ReplayLink
+    from learner.service import LearnerService
+
+    config = tiny_config(1.0)
+    rules = config.training_rules()
+    name = f"switch-{keep}"
+    registry = ray.remote(ModelRegistry).options(name=f"{name}-registry").remote()
+    store = ray.remote(MemoryReplay).options(name=f"{name}-replay").remote(name)
+    for seed in range(6):  # stage-1 games carry model version -1
+        record = dataclasses.replace(random_game_record(rules, seed, run_id=name), model_version=-1)
+        ray.get(store.add_encoded.remote(encode_record(record)))
+    learner = ray.remote(LearnerService).options(max_concurrency=2).remote(
+        rules=rules, network=config.network, learner=config.learner, replay_config=config.replay,
+        stage1_steps=5, candidate_every_steps=config.evaluation.candidate_every_steps,
+        keep_stage1_window=keep, seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(),
+        run_dir=str(tmp_path), replay=ReplayLink("memory", name, store=f"{name}-replay"),
+        registry=f"{name}-registry",
+    )
+    loop = learner.run.remote()
+    try:
+        deadline = time.monotonic() + 60
+        while (stats := ray.get(learner.stats.remote()))["stage"] != 2:
+            assert time.monotonic() < deadline, f"stage 1 did not end: {stats}"
+            time.sleep(0.2)
+        before = stats["window"]
+        record = dataclasses.replace(random_game_record(rules, 99, run_id=name), model_version=-1)
+        ray.get(store.add_encoded.remote(encode_record(record)))  # a stage-1 game still in flight
+        time.sleep(1.0)
+        after = ray.get(learner.stats.remote())
+    finally:
+        ray.get(learner.stop.remote())
+        ray.get(loop)
+    if keep:
+        assert 0 < before < after["window"], "the stage-1 window was not kept"
+    else:
+        assert (before, after["window"]) == (0, 0), "stage-1 positions stayed in self-play's window"
+        assert after["skipped"].get("stale") == 1, "the stage-1 game in flight was not skipped"
+    for handle in (store, registry):
+        ray.kill(handle)
