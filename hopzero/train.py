@@ -497,7 +497,8 @@ class _System:
             rules=training_rules, network=config.network, learner=config.learner, replay_config=config.replay,
             stage1_steps=config.stage1.steps if config.stage1.enabled and dqn is None else 0,
             candidate_every_steps=config.evaluation.candidate_every_steps,
-            keep_stage1_window=config.stage1.keep_window, seed=config.seed, run_config=config.to_dict(), config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry_name,
+            keep_stage1_window=config.stage1.keep_window, seed=config.seed, run_config=config.to_dict(),
+            config_hash=config_hash, run_dir=run_dir, replay=link, registry=registry_name,
             dqn=dqn,
         )
         self.evaluator = ray.remote(EvaluatorService).options(

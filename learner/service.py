@@ -66,8 +66,9 @@ class LearnerService:
         """``rules``: the training games' rules. ``stage1_steps``: learner steps on stage-1 data
         before self-play (0: no stage 1). ``keep_stage1_window``: self-play starts on the stage-1
         window instead of an empty one (``stage1.keep_window``). ``run_config`` and
-        ``config_hash``: the whole run's config as plain data, recorded in every checkpoint. ``dqn``: train Q values by double DQN
-        on ``dqn`` records (``learner.dqn``) instead of AlphaZero's targets (no stage 1 then)."""
+        ``config_hash``: the whole run's config as plain data, recorded in every checkpoint.
+        ``dqn``: train Q values by double DQN on ``dqn`` records (``learner.dqn``) instead of
+        AlphaZero's targets (no stage 1 then)."""
         configure_logging()
         self.run_dir = Path(run_dir)
         import ray
