@@ -57,6 +57,29 @@ def snapshots(run_dir: Path) -> list[dict]:
     return RunDir(run_dir).read_jsonl("metrics.jsonl")
 
 
+def registry_and_store(name: str):
+    """A model registry and a memory replay store, named ``NAME-registry`` and ``NAME-replay``."""
+    from hopzero.registry import ModelRegistry
+    from learner.replay import MemoryReplay
+
+    registry = ray.remote(ModelRegistry).options(name=f"{name}-registry").remote()
+    store = ray.remote(MemoryReplay).options(name=f"{name}-replay").remote(name)
+    return registry, store
+
+
+def learner_actor(config, name: str, run_dir: Path, **options):
+    """A learner actor on :func:`registry_and_store`'s pair for ``name`` (run id ``name``)."""
+    from learner.replay import ReplayLink
+    from learner.service import LearnerService
+
+    return ray.remote(LearnerService).options(max_concurrency=2).remote(
+        rules=config.training_rules(), network=config.network, learner=config.learner,
+        replay_config=config.replay, candidate_every_steps=config.evaluation.candidate_every_steps,
+        seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(run_dir),
+        replay=ReplayLink("memory", name, store=f"{name}-replay"), registry=f"{name}-registry", **options,
+    )
+
+
 def test_the_loop_runs_end_to_end_on_redis(local_ray, redis_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a relative run directory, as `hopzero train` gets by default
     run_dir = tmp_path / "run"
@@ -170,23 +193,14 @@ def test_killed_actor_and_learner_are_restarted_and_redis_is_rejoined(local_ray,
 def test_a_learner_without_checkpoints_adopts_the_registrys_best(local_ray, tmp_path):
     """Its node replaced (checkpoints gone), a learner must not train stage 1 again and put a
     weaker network in as the best: it continues from the best model, in stage 2."""
-    from hopzero.registry import ModelRegistry
-    from learner.replay import MemoryReplay, ReplayLink
-    from learner.service import LearnerService
     from learner.training import Trainer
 
     config = tiny_config(1.0)
     rules = config.training_rules()
     _, weights = Trainer(config.network.net_config(rules), config.learner, seed=9).export_weights()
-    registry = ray.remote(ModelRegistry).options(name="adopt-registry").remote()
+    registry, store = registry_and_store("adopt")
     ray.get(registry.set_best.remote(700, weights))
-    store = ray.remote(MemoryReplay).options(name="adopt-replay").remote("adopt")
-    learner = ray.remote(LearnerService).remote(
-        rules=rules, network=config.network, learner=config.learner, replay_config=config.replay,
-        stage1_steps=config.stage1.steps, candidate_every_steps=config.evaluation.candidate_every_steps,
-        seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(), run_dir=str(tmp_path),
-        replay=ReplayLink("memory", "adopt", store="adopt-replay"), registry="adopt-registry",
-    )
+    learner = learner_actor(config, "adopt", tmp_path, stage1_steps=config.stage1.steps)
     stats = ray.get(learner.stats.remote())
     assert (stats["stage"], stats["steps"]) == (2, 700)
     ray.get(learner.checkpoint.remote())
@@ -203,26 +217,16 @@ def test_stage_1_positions_leave_the_window_at_self_play_unless_kept(local_ray, 
 
     from replay_helpers import random_game_record
 
-    from hopzero.registry import ModelRegistry
     from learner.records import encode_record
-    from learner.replay import MemoryReplay, ReplayLink
-    from learner.service import LearnerService
 
     config = tiny_config(1.0)
     rules = config.training_rules()
     name = f"switch-{keep}"
-    registry = ray.remote(ModelRegistry).options(name=f"{name}-registry").remote()
-    store = ray.remote(MemoryReplay).options(name=f"{name}-replay").remote(name)
+    registry, store = registry_and_store(name)
     for seed in range(6):  # stage-1 games carry model version -1
         record = dataclasses.replace(random_game_record(rules, seed, run_id=name), model_version=-1)
         ray.get(store.add_encoded.remote(encode_record(record)))
-    learner = ray.remote(LearnerService).options(max_concurrency=2).remote(
-        rules=rules, network=config.network, learner=config.learner, replay_config=config.replay,
-        stage1_steps=5, candidate_every_steps=config.evaluation.candidate_every_steps,
-        keep_stage1_window=keep, seed=config.seed, run_config=config.to_dict(), config_hash=config.hash(),
-        run_dir=str(tmp_path), replay=ReplayLink("memory", name, store=f"{name}-replay"),
-        registry=f"{name}-registry",
-    )
+    learner = learner_actor(config, name, tmp_path, stage1_steps=5, keep_stage1_window=keep)
     loop = learner.run.remote()
     try:
         deadline = time.monotonic() + 60
