@@ -7,7 +7,7 @@ from pathlib import Path
 from evaluator.gating import GateConfig
 from hopzero.rundir import RunDir
 
-__all__ = ["greedy_curve", "write_curves", "write_plots", "write_td_curve"]
+__all__ = ["greedy_curve", "promotion_times", "write_curves", "write_plots", "write_td_curve"]
 
 
 def write_plots(rundir: RunDir) -> list[Path]:
@@ -71,14 +71,34 @@ def greedy_curve(rundir: RunDir) -> list[tuple[float, int, float]]:
     return [(m, int(e["version"]), float(e["score"])) for m, e in zip(minutes, greedy)]
 
 
-def write_curves(curves: dict[str, list[tuple[float, int, float]]], path: Path, title: str) -> Path:
-    """Several runs' :func:`greedy_curve` in one picture (``hopzero curves``), one line a run."""
+def promotion_times(rundir: RunDir) -> list[tuple[float, int, Path]]:
+    """The run's best models (promotions.jsonl, the first one included): (minutes since the run
+    started, version, model file), in order. ``ValueError`` names a damaged record."""
+    from datetime import datetime
+
+    rows = []
+    for k, record in enumerate(rundir.read_jsonl("promotions.jsonl")):
+        try:
+            wall = datetime.fromisoformat(record["promoted_at"]).timestamp()
+            rows.append((wall, int(record["version"]), rundir.path / record["path"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{rundir.path / 'promotions.jsonl'}: record {k + 1} is damaged ({exc!r})") from None
+    if not rows:
+        return []
+    t0 = _run_start(rundir, min(wall for wall, _, _ in rows))
+    return [((wall - t0) / 60, version, path) for wall, version, path in rows]
+
+
+def write_curves(curves: dict[str, list[tuple[float, int, float]]], path: Path, title: str,
+                 ylabel: str = "best model vs greedy, the run's own measurement (%)") -> Path:
+    """Several runs' curves in one picture (``hopzero curves``), one line a run: (minutes,
+    version, score) points, by default :func:`greedy_curve`'s."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     for name, curve in curves.items():
         ax.plot([t for t, _, _ in curve], [100 * s for _, _, s in curve], "o-", label=name)
     ax.set_xlabel("minutes since the run started")
-    ax.set_ylabel("best model vs greedy, the run's own measurement (%)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")

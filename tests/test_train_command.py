@@ -54,6 +54,31 @@ def test_train_runs_the_whole_system_on_the_star(tmp_path):
     assert last["selfplay"]["games"] > 120, last["selfplay"]     # star self-play games beyond stage 1's
     assert last["learner"]["steps"] > 40, last["learner"]        # and the learner trained on them
 
+    # hopzero curves --against referees the run's best models, each point the very match `hopzero
+    # match` plays with that model file: every promotion, or the best model at the minutes asked for
+    promoted = [json.loads(line) for line in (run_dir / "promotions.jsonl").read_text().splitlines()]
+
+    def refereed(*extra: str) -> list[dict]:
+        proc = subprocess.run(
+            hopzero_command() + ["curves", str(run_dir), "--against", "greedy", "--sims", "4", "--games", "2",
+                                 "--seed", "3", "--out", str(tmp_path / "refereed.png"), "--json", *extra],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["runs"]["run"]
+
+    every = refereed()
+    assert [p["version"] for p in every] == [int(p["version"]) for p in promoted]
+    assert [p["minutes"] for p in every] == sorted(p["minutes"] for p in every)
+    (at_60,) = refereed("--at", "60")
+    assert (at_60["minutes"], at_60["version"], at_60["score"]) == (60, every[-1]["version"], every[-1]["score"])
+    match = subprocess.run(
+        hopzero_command() + ["match", "--preset", "star2", "--a", f"mcts:model={run_dir / promoted[-1]['path']},sims=4",
+                             "--b", "greedy", "--games", "2", "--seed", "3", "--parallel", "50", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert match.returncode == 0, match.stderr
+    assert every[-1]["score"] == json.loads(match.stdout)["a_score"]
+    assert (tmp_path / "refereed.png").read_bytes()[:4] == b"\x89PNG"
+
     # hopzero curves draws the run's own measurements of its best models; a directory that is no
     # run is refused, naming it, and nothing is written
     picture = tmp_path / "curves.png"
