@@ -93,9 +93,10 @@ def _refereed(args: argparse.Namespace, rundirs: list[Any]) -> int:
         config = rundir.config()
         if config is None:
             raise CliError(f"{rundir.path}: no config.yaml, so the game it trained is unknown")
-        if rules is not None and config.game_rules() != rules:
+        game = config.game_rules()
+        if rules is not None and game != rules:
             raise CliError(f"{rundir.path}: plays another game than {rundirs[0].path}: one picture is one game")
-        rules = config.game_rules()
+        rules = game
         try:
             promotions = promotion_times(rundir)
         except ValueError as exc:
