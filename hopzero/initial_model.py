@@ -50,15 +50,16 @@ class InitialModel:
     version: int
     state: dict[str, Any]
     """The network (``learner.model.net_state`` format)."""
-    added_heads: tuple[str, ...] = ()
-    """The auxiliary heads this run added to the file's network (``NetConfig`` flags), new weights."""
+    added_parts: tuple[str, ...] = ()
+    """What this run added to the file's network (``NetConfig`` flags: auxiliary heads, global
+    pooling), new weights."""
 
     def provenance(self) -> dict[str, Any]:
         """What ``run.json`` records about it."""
         record = {"source": self.source, "path": str(self.path.resolve()), "sha256": self.sha256,
                   "version": self.version}
-        if self.added_heads:
-            record["added_heads"] = list(self.added_heads)
+        if self.added_parts:
+            record["added_parts"] = list(self.added_parts)
         return record
 
     def seed(self, run_dir: Path, config: TrainConfig) -> None:
@@ -173,7 +174,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
     """The network ``source`` names, checked against ``config``: same preset, network shape,
     input encoding and algorithm. Every problem is one :class:`ConfigError`."""
-    from learner.model import NetConfig, net_state, with_added_heads
+    from learner.model import NetConfig, net_state, with_added_parts
     from learner.model_files import read_model_file, resolve_model_source
     from plumbing.run_files import sha256_file
 
@@ -195,9 +196,9 @@ def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
     expected = config.network.net_config(rules)
     added: list[str] = []
     if shape != expected:
-        # A run may add auxiliary heads to a trained network (they start fresh); nothing else may differ.
+        # A run may add auxiliary heads or global pooling to a trained network; nothing else may differ.
         try:
-            grown, added = with_added_heads(state, expected, seed=config.seed)
+            grown, added = with_added_parts(state, expected, seed=config.seed)
         except ValueError as exc:
             raise ConfigError(f"--init-model {source}: {exc} "
                               "(network.size, network.encoding and the game decide it)") from None
@@ -206,4 +207,4 @@ def load_initial_model(config: TrainConfig, source: str) -> InitialModel:
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise ConfigError(f"--init-model {source}: recorded model version {version!r} is not a whole number >= 0")
     return InitialModel(source=source, path=Path(path), sha256=sha256_file(path), version=version, state=state,
-                        added_heads=tuple(added))
+                        added_parts=tuple(added))

@@ -84,7 +84,7 @@ __all__ = [
     "NetworkConfig",
     "PolicyValueNet",
     "check_net_state",
-    "with_added_heads",
+    "with_added_parts",
     "load_net",
     "net_state",
     "read_net_file",
@@ -529,17 +529,23 @@ AUX_HEADS = {"opponent_head": ("opponent_conv.", "opponent_fc."),
              "score_head": ("score_fc.",)}
 
 
-def with_added_heads(state: Mapping[str, Any], config: NetConfig, *, seed: int = 0) -> tuple[PolicyValueNet, list[str]]:
+def with_added_parts(state: Mapping[str, Any], config: NetConfig, *, seed: int = 0) -> tuple[PolicyValueNet, list[str]]:
     """The network of ``state`` (a :func:`net_state` dict) grown to ``config``: every weight it
-    has, plus the auxiliary heads ``config`` turns on and it lacks, initialised as a new network's
-    (under ``seed``, leaving the global random state as it was). Returns the network and the
-    heads added. ``ValueError`` names any other difference: the trunk, policy and value must
-    match, and a head is never dropped (the message gives the wanted value as "this run")."""
+    has, plus what ``config`` turns on and it lacks. Auxiliary heads start as a new network's
+    (under ``seed``, leaving the global random state as it was). Global pooling
+    (``global_pooling`` from 0) turns blocks into :class:`GlobalPoolingBottleneck` with their
+    dense layer at zero, so the grown network computes what the old one did until training moves
+    it (the pooled channels then start to count). Returns the network and the NetConfig flags
+    added. ``ValueError`` names any other difference: the trunk, policy and value must match, and
+    nothing is ever dropped (the message gives the wanted value as "this run")."""
     own = NetConfig.from_dict(state["config"]).to_dict()
     wanted = config.to_dict()
     differ = [k for k in wanted if own.get(k) != wanted[k]]
     added = [k for k in differ if k in AUX_HEADS and not own.get(k) and wanted[k]]
-    other = [k for k in differ if k not in added]
+    pooling = "global_pooling" in differ and not own.get("global_pooling")
+    if pooling:
+        added.append("global_pooling")
+    other = [k for k in differ if k not in added and not (pooling and k == "mask_plane")]
     if other:
         raise ValueError("the network's shape differs: " + ", ".join(
             f"{k} {own.get(k)!r} (this run: {wanted[k]!r})" for k in other))
@@ -547,10 +553,16 @@ def with_added_heads(state: Mapping[str, Any], config: NetConfig, *, seed: int =
         torch.manual_seed(seed)
         model = PolicyValueNet(config)
     missing, unexpected = model.load_state_dict(state["state_dict"], strict=False)
-    fresh = tuple(prefix for head in added for prefix in AUX_HEADS[head])
-    stray = list(unexpected) + [k for k in missing if not k.startswith(fresh)]
+    fresh = tuple(prefix for head in added for prefix in AUX_HEADS.get(head, ()))
+    stray = list(unexpected) + [k for k in missing if not (k.startswith(fresh) or (pooling and ".pool_" in k))]
     if stray:
         raise ValueError(f"the weights do not fit the network: {stray[:3]}")
+    if pooling:
+        with torch.no_grad():
+            for block in model.blocks:
+                if isinstance(block, GlobalPoolingBottleneck):
+                    block.pool_fc.weight.zero_()
+                    block.pool_fc.bias.zero_()
     return model, added
 
 

@@ -145,8 +145,8 @@ def test_init_model_adds_auxiliary_heads_and_keeps_every_other_weight(tmp_path):
 
     config = load_config("demo", seed=1, overrides=["network.ownership_head=true", "network.score_head=true"])
     initial = load_initial_model(config, "shipped")
-    assert initial.added_heads == ("ownership_head", "score_head")
-    assert initial.provenance()["added_heads"] == ["ownership_head", "score_head"]
+    assert initial.added_parts == ("ownership_head", "score_head")
+    assert initial.provenance()["added_parts"] == ["ownership_head", "score_head"]
     shipped = load_net(shipped_model_path(config.game_rules())).state_dict()
     grown = load_net(initial.state).state_dict()
     assert {k for k in grown if k not in shipped} and all(k.startswith(("ownership_", "score_")) for k in grown
@@ -154,10 +154,38 @@ def test_init_model_adds_auxiliary_heads_and_keeps_every_other_weight(tmp_path):
     assert all(grown[k].equal(v) for k, v in shipped.items())
     assert load_initial_model(config, "shipped").state["sha256"] == initial.state["sha256"]   # seeded: the same heads
 
-    # a head is never dropped, and nothing but heads may be added
+    # a head is never dropped, and nothing but heads and global pooling may be added
     with_heads = tmp_path / "with-heads.pt"
     save_net(load_net(initial.state), with_heads, initial.state.get("input"))
     with pytest.raises(ConfigError, match="shape differs: ownership_head True .this run: False."):
         load_initial_model(load_config("demo", seed=1), str(with_heads))
-    with pytest.raises(ConfigError, match="shape differs: global_pooling 0 .this run: 2."):
-        load_initial_model(load_config("demo", seed=1, overrides=["network.global_pooling=2"]), "shipped")
+    with pytest.raises(ConfigError, match="shape differs: channels"):
+        load_initial_model(load_config("demo", seed=1, overrides=["network.size=paper"]), "shipped")
+
+
+def test_init_model_adds_global_pooling_that_starts_as_the_old_network(tmp_path):
+    # KataGo's global pooling can join a trained network: its blocks' pooled bias starts at zero,
+    # so the run's first best model plays exactly as the file's network until training moves it.
+    import torch
+    from hopzero.initial_model import load_initial_model
+    from learner.model import GlobalPoolingBottleneck, load_net, save_net
+
+    config = load_config("star2", seed=1, overrides=["network.global_pooling=2"])
+    initial = load_initial_model(config, "shipped")
+    assert initial.added_parts == ("global_pooling",)
+    old, new = load_net(shipped_model_path(config.game_rules())).eval(), load_net(initial.state).eval()
+    assert new.config.mask_plane == new.config.in_planes - 1 and old.config.mask_plane == -1
+    assert sum(isinstance(b, GlobalPoolingBottleneck) for b in new.blocks) == len(new.blocks) // 2 > 0
+    old_weights = old.state_dict()
+    assert all(v.equal(old_weights[k]) for k, v in new.state_dict().items() if ".pool_" not in k)
+    x = torch.rand(8, new.config.in_planes, new.config.n, new.config.n, generator=torch.Generator().manual_seed(0))
+    x[:, -1] = (x[:, -1] > 0.3).float()   # an on-board mask of 0s and 1s
+    with torch.no_grad():
+        for a, b in zip(old(x), new(x)):
+            assert torch.allclose(a, b, atol=1e-6)
+
+    # global pooling is never dropped
+    pooled = tmp_path / "pooled.pt"
+    save_net(new, pooled, initial.state.get("input"))
+    with pytest.raises(ConfigError, match="shape differs: global_pooling 2 .this run: 0."):
+        load_initial_model(load_config("star2", seed=1), str(pooled))
