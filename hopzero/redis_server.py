@@ -29,22 +29,15 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from hopzero.ports import free_port
 from learner.replay.redis_url import with_password
 
-__all__ = ["LocalRedis", "RedisDirectoryBusy", "free_port"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["LocalRedis", "RedisDirectoryBusy"]
 
 
 class RedisDirectoryBusy(RuntimeError):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hopzero.redis_server import free_port
+from hopzero.ports import free_port
 
 __all__ = ["LocalCluster", "RayNode", "cluster_env", "wait_for"]
 

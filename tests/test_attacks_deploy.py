@@ -30,7 +30,7 @@ from test_deploy_compose import (
     write_env_file,
 )
 
-from hopzero.redis_server import free_port
+from hopzero.ports import free_port
 from hopzero.secrets_check import MIN_LENGTH
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"

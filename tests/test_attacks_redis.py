@@ -258,7 +258,7 @@ def test_a_bad_key_prefix_or_an_unreachable_redis_is_one_line_and_starts_nothing
                                   "A-Z a-z 0-9 _ . : -, got 'two words'"), bad.stderr
     assert not (tmp_path / "bad").exists()  # refused as the config loads, before the run directory
 
-    from hopzero.redis_server import free_port
+    from hopzero.ports import free_port
     from hopzero.train import RunStartError, _claim_prefix
 
     url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"  # nothing listens there

@@ -40,6 +40,7 @@ import train_helpers
 from replay_helpers import games_key
 import yaml
 
+from hopzero.ports import free_ports
 from learner.replay.redis_url import with_password
 
 REPO = Path(__file__).resolve().parents[1]
@@ -344,30 +345,6 @@ LOOPBACK_ARGS = {"redis": ["--bind", "127.0.0.1"], "ray-head": ["--dashboard-hos
 WORKDIR = {"redis": "/data"}
 PORT_FLAG = re.compile(r"--(?:[a-z-]+-)?port[= ](\d+)\b")
 MARKER = "HOPZERO_COMPOSE_TEST"
-
-
-_HANDED_OUT: set[int] = set()
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports that nothing listens on right now and that no earlier call
-    handed out: the services start later, so a port handed out before is still free to the OS
-    and would otherwise be given twice (a Ray worker port colliding with a metrics port)."""
-    sockets: list[socket.socket] = []
-    ports: list[int] = []
-    try:
-        while len(ports) < count:
-            s = socket.socket()
-            sockets.append(s)  # held bound until the end: distinct within this call
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-            if port not in _HANDED_OUT:
-                _HANDED_OUT.add(port)
-                ports.append(port)
-        return ports
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def container_ports(service: dict[str, Any]) -> set[int]:

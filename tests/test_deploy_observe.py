@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ import train_helpers
 import yaml
 
 from hopzero import dashboard
+from hopzero.ports import free_port, free_port_block, free_ports
 from plumbing.metrics import METRICS, exported_name, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -315,19 +315,6 @@ SCRAPE_S = 2  # the test's Prometheus; Ray's agent still updates every 10 s (das
 PROBE_TAG = "refresh-probe"
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports nothing listens on (all bound at once, so none repeats)."""
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
 def wait_for(predicate, timeout: float, what: str, interval: float = 1.0, check=None):
     """Poll ``predicate`` until it returns something truthy; ``check()`` may fail early."""
     deadline = time.monotonic() + timeout
@@ -396,10 +383,7 @@ def ray_head(base: Path) -> Iterator[RayHead]:
     ports = dict(zip(flags, chosen, strict=True))
     head = RayHead(f"127.0.0.1:{ports['--port']}", base / "ray", ports["--metrics-export-port"],
                    ray_env(dashboard_metrics, autoscaler_metrics))
-    taken = {*chosen, dashboard_metrics, autoscaler_metrics}
-    low = free_port()  # worker ports: a range clear of the ports above (Ray refuses overlaps)
-    while any(low <= port <= low + 200 for port in taken):
-        low = free_port()
+    low = free_port_block(201)  # worker ports: clear of the ports above (Ray refuses overlaps)
     args = [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1", "--num-cpus=2",
             f"--temp-dir={head.temp_dir}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
             "--disable-usage-stats", f"--min-worker-port={low}", f"--max-worker-port={low + 200}",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from ccengine import encoding_for, preset
+from hopzero.ports import free_port
 from learner.records import GameRecord
 from learner.replay import Backoff, RatioLimiter, WindowMirror
 
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is no
 
 RULES = preset("cc49")
 ENC = encoding_for(RULES)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
