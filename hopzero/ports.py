@@ -11,6 +11,7 @@ server that was told to use it binds it.
 
 from __future__ import annotations
 
+import functools
 import random
 import socket
 from pathlib import Path
@@ -28,6 +29,7 @@ _handed_out: set[int] = set()  # checked free earlier in this process, perhaps n
 _chooser = random.Random()  # a random start keeps concurrent processes apart; not part of any result
 
 
+@functools.cache  # the kernel's range is set at boot; read it once, not for every port
 def _pool() -> range:
     """The ports to choose from: below the ephemeral range, or all of them if that leaves too few."""
     try:
