@@ -179,6 +179,9 @@ def test_scores_wins_and_pairwise_comparisons_follow_the_result_vectors():
     data = m.to_dict()
     assert data["players"] == ["greedy", "random", "random"] and len(data["pairwise"]) == 3
     assert data["results"][0]["by_seat"][0]["games"] == 2
+    randoms = data["pairwise"][2]  # the two random players, both beaten whenever greedy won alone
+    assert randoms["both_lost"] == sum(g.player_scores[1] == g.player_scores[2] == 0 for g in m.played) >= 5
+    assert randoms["draws"] >= randoms["both_lost"]
     assert "a_wins" not in data  # A against B is the view of a match of two
 
 
@@ -193,6 +196,7 @@ def test_a_match_of_two_is_also_a_against_b():
     assert {"a", "b", "a_wins", "b_wins", "draws", "a_score", "seat_wins", "a_first", "a_second",
             "players", "pairwise"} <= set(d)
     assert sum(d["seat_wins"]) == r.a_wins + r.b_wins and "a_results" not in d
+    assert d["pairwise"][0]["both_lost"] == 0  # two players never both lose
 
 
 def test_bad_input_is_named():

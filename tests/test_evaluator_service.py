@@ -39,8 +39,11 @@ def test_the_evaluator_gates_and_measures_two_or_n_players_on_one_path(tmp_path,
     assert service._gate((2, "random"), best) == best  # rejected: the best stays
     entry = json.loads((tmp_path / "evaluations.jsonl").read_text().splitlines()[-1])
     assert entry["kind"] == "gate" and entry["decision"] == "reject" and entry["players"] == n
-    assert entry["games"] == 12 and entry["wins"] + entry["draws"] + entry["losses"] == 12 * (n - 1)
     kept = read_games(tmp_path)
+    # N-1 comparisons a game, less those the candidate and a copy both lost (left out)
+    both_lost = sum(g["scores"][g["players"].index("random")] == s == 0
+                    for g in kept for k, s in enumerate(g["scores"]) if g["players"][k] == "greedy")
+    assert entry["games"] == 12 and entry["wins"] + entry["draws"] + entry["losses"] == 12 * (n - 1) - both_lost
     # the players by seat (SPECs here, a network's version name in a run) with their model versions
     assert len(kept) == 12 and all(sorted(g["players"]) == sorted(["random"] + ["greedy"] * (n - 1)) for g in kept)
     assert all(g["model_versions"][g["players"].index("random")] == 2 and len(g["scores"]) == n for g in kept)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ccengine import preset
 from evaluator.arena import play_match
 from evaluator.gating import Gate, GateConfig, gate_results, gsprt_llr
+from plumbing.fields import FieldError
 
 STAR3 = preset("star3")
 STAR4 = preset("star4")
@@ -353,7 +354,7 @@ def test_the_two_player_gate_decides_recorded_games_as_it_always_has():
 
 
 def test_n_player_sets_count_complete_in_order_and_exactly():
-    gate = Gate(GateConfig(games=6, min_games=0, threshold="1/2"), players=3)
+    gate = Gate(GateConfig(games=6, min_games=0, threshold="1/2", both_lost="draw"), players=3)
     assert gate.sets == 2 and gate.games == 6
     gate.record(1, 0, (1.0, 0.0, 0.0))  # set 1 before set 0: pending
     assert gate.result().games == 0 and gate.result().pending_games == 1
@@ -387,6 +388,29 @@ def test_n_player_draw_rules_and_the_set_sample():
     sprt = Gate(GateConfig(games=30, min_games=0, sprt=True), players=3)
     sprt.feed(games)
     assert sprt._by_set_points[9] == 1 and sum(sprt._by_set_points) == 1
+
+
+def test_both_lost_comparisons_left_out():
+    """By default (``both_lost="ignore"``) a copy and the candidate both beaten by a third player
+    make no comparison; shared wins and drawn games still do, and the SPRT takes the trinomial."""
+    games = [(0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 0.5, 0.5),  # a set of three rotations
+             (1 / 3, 1 / 3, 1 / 3), (0.0, 0.0, 1.0), (0.5, 0.5, 0.0)]  # and another
+    result = gate_results(games, GateConfig(games=12, min_games=0), players=3)  # the default
+    # Left out: the copy beside the candidate in each (0, 0, 1). Set 0: 1 lost; 2 won; 2 lost.
+    # Set 1: 2 drawn; 1 lost; 1 drawn (a shared win), 1 won.
+    assert (result.wins, result.draws, result.losses) == (3, 3, 4)
+    assert result.score == pytest.approx((2 * 3 + 3) / (2 * 10))
+    assert "(10 comparisons)" in result.reason
+    counted_as_draws = gate_results(games, GateConfig(games=12, min_games=0, both_lost="draw"), players=3)
+    assert (counted_as_draws.wins, counted_as_draws.draws, counted_as_draws.losses) == (3, 5, 4)
+    sprt = Gate(GateConfig(games=30, min_games=0, sprt=True), players=3)
+    sprt.feed(games[:3])
+    assert sum(sprt._by_set_points) == 0 and sprt._trinomial == [3, 0, 2]
+    two = [(1.0, 0.0), (0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
+    assert gate_results(two, GateConfig(games=4, min_games=0, sprt=True)) == gate_results(
+        two, GateConfig(games=4, min_games=0, sprt=True, both_lost="draw"))  # two players: one rule
+    with pytest.raises(FieldError, match="both_lost"):
+        GateConfig(both_lost="half")
 
 
 @settings(max_examples=40, deadline=None)

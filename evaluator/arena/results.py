@@ -119,6 +119,11 @@ class MatchResult:
         outcomes = [g.compare(i, j) for g in self.played]
         return outcomes.count(1), outcomes.count(0), outcomes.count(-1)
 
+    def both_lost(self, i: int, j: int) -> int:
+        """The draws of :meth:`pairwise` in which ``i`` and ``j`` both lost (another player won):
+        the comparisons the gate leaves out by default (``GateConfig.both_lost``)."""
+        return sum(g.scores[g.seats[i]] == g.scores[g.seats[j]] == 0 for g in self.played)
+
     # -- the seed protocol's view of a match of two: A against B ------------------------------
 
     @property
@@ -163,8 +168,8 @@ class MatchResult:
             "results": [dict(player=name, **r.to_dict(), by_seat=[s.to_dict() for s in seats])
                         for name, r, seats in zip(self.players, self.records, self.by_seat)],
             "seat_scores": [round(x, 6) for x in self.seat_scores],
-            "pairwise": [{"a": i, "b": j, **dict(zip(("wins", "draws", "losses"), self.pairwise(i, j)))}
-                         for i in range(n) for j in range(i + 1, n)],
+            "pairwise": [{"a": i, "b": j, **dict(zip(("wins", "draws", "losses"), self.pairwise(i, j))),
+                          "both_lost": self.both_lost(i, j)} for i in range(n) for j in range(i + 1, n)],
         }
         if n == 2:  # a match of two is also the seed protocol's A against B, with its fields
             out.update(a=self.a, b=self.b, a_wins=self.a_wins, b_wins=self.b_wins, a_score=round(self.a_score, 6),
