@@ -255,6 +255,15 @@ def test_llr_of_a_clean_sweep_is_finite_and_binomial():
     assert gsprt_llr([10, 0, 0], 0.5, 0.6) < 0
 
 
+def test_llr_over_named_outcomes():
+    # Evenly spaced values named explicitly give the default's LLR; other values are checked.
+    assert gsprt_llr([3, 2, 5], 0.5, 0.6, values=[0, 0.5, 1]) == gsprt_llr([3, 2, 5], 0.5, 0.6)
+    assert gsprt_llr([5, 1, 2, 1], 0.15, 0.25, values=[0, 1 / 3, 1 / 2, 1]) != 0
+    for bad in ([0, 0.5], [0, 0.6, 0.5, 1], [0.1, 0.2, 0.5, 1]):
+        with pytest.raises(ValueError, match="ascend from 0 to 1"):
+            gsprt_llr([1, 1, 1, 1], 0.5, 0.6, values=bad)
+
+
 def test_min_games_is_respected():
     cfg = GateConfig(games=200, min_games=40, sprt=True, elo0=-100, elo1=100)
     gate = Gate(cfg)
@@ -392,7 +401,7 @@ def test_n_player_draw_rules_and_the_set_sample():
 
 def test_both_lost_comparisons_left_out():
     """By default (``both_lost="ignore"``) a copy and the candidate both beaten by a third player
-    make no comparison; shared wins and drawn games still do, and the SPRT takes the trinomial."""
+    make no comparison; shared wins and drawn games still do, and the SPRT samples games."""
     games = [(0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 0.5, 0.5),  # a set of three rotations
              (1 / 3, 1 / 3, 1 / 3), (0.0, 0.0, 1.0), (0.5, 0.5, 0.0)]  # and another
     result = gate_results(games, GateConfig(games=12, min_games=0), players=3)  # the default
@@ -405,12 +414,36 @@ def test_both_lost_comparisons_left_out():
     assert (counted_as_draws.wins, counted_as_draws.draws, counted_as_draws.losses) == (3, 5, 4)
     sprt = Gate(GateConfig(games=30, min_games=0, sprt=True), players=3)
     sprt.feed(games[:3])
-    assert sum(sprt._by_set_points) == 0 and sprt._trinomial == [3, 0, 2]
+    # One sample per game, the candidate's share of the win (classes 0, 1/3, 1/2, 1): lost, won, lost.
+    assert sum(sprt._by_set_points) == 0 and sprt._by_share == [2, 0, 0, 1]
     two = [(1.0, 0.0), (0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
     assert gate_results(two, GateConfig(games=4, min_games=0, sprt=True)) == gate_results(
         two, GateConfig(games=4, min_games=0, sprt=True, both_lost="draw"))  # two players: one rule
     with pytest.raises(FieldError, match="both_lost"):
         GateConfig(both_lost="half")
+    with pytest.raises(ValueError, match="not 0 or a share 1/k"):
+        Gate(GateConfig(games=12, min_games=0), players=3).record(0, 0, (0.3, 0.7, 0.0))
+
+
+@pytest.mark.parametrize("strength, wrong", [(1.0, "promote"), (1.5, "reject")])
+def test_n_player_sprt_keeps_its_error_rates(strength, wrong):
+    """Six players, each comparison left out when both lost: a candidate of equal strength (score
+    50%, near H0) is seldom promoted early, one 1.5 times as strong (60%, H1) seldom rejected
+    early: within the SPRT's 5% each (4 and 3 of 200 gates). Counting comparisons as independent
+    samples (a game the candidate won is five of them) made these errors 37 and 48 of 200."""
+    rng = np.random.default_rng(7)
+    wins = strength / (strength + 5)  # Luce's model: the candidate's chance to win a game
+    early_wrong = 0
+    for _ in range(200):
+        gate = Gate(GateConfig(games=240, min_games=0, sprt=True), players=6)
+        for i in range(gate.games):
+            scores = [0.0] * 6
+            scores[0 if rng.random() < wins else int(rng.integers(1, 6))] = 1.0
+            gate.record(i // 6, i % 6, scores)
+            if gate.finished:
+                early_wrong += gate.decision == wrong and gate.counted_games < gate.games
+                break
+    assert early_wrong <= 0.08 * 200
 
 
 @settings(max_examples=40, deadline=None)
