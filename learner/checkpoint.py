@@ -11,7 +11,8 @@ A checkpoint file is ``torch.save`` of a dict of plain Python types and CPU tens
     scaler          GradScaler state_dict ({} without AMP)
     steps, seed     ints; steps is also the weights' version
     rng             {"torch", "cuda", "numpy", "python"} random states of the writing process
-    versions        {"hopzero", "torch", "numpy", "python", "cuda"} of the writing process
+    versions        {"hopzero", "torch", "numpy", "python", "cuda"} of the writing process (hopzero
+                    None where it runs from a source tree that was never installed)
     extra           the caller's plain data: the whole run config, presets, replay cursor...
     sha256          digest of everything above (see below)
 
@@ -43,6 +44,7 @@ import numpy as np
 import torch
 
 from learner.model import NET_FORMAT, NetConfig
+from learner.records import versions_now
 from learner.torch_files import check_digest, content_digest, read_torch_file, remove_stale_temporaries, write_atomic
 from learner.training import LearnerConfig, Trainer
 
@@ -153,11 +155,11 @@ def _check_plain(obj: Any, where: str) -> None:
 
 
 def _versions() -> dict[str, Any]:
-    from importlib import metadata
-
+    # hopzero's own version is None in a source tree that was never installed: a missing version
+    # must not stop the learner from saving its work.
     cuda = torch.version.cuda
-    return {"hopzero": metadata.version("hopzero"), "torch": str(torch.__version__), "numpy": str(np.__version__),
-            "python": platform.python_version(), "cuda": None if cuda is None else str(cuda)}
+    return {"hopzero": None, **versions_now(), "python": platform.python_version(),
+            "cuda": None if cuda is None else str(cuda)}
 
 
 def checkpoint_state(trainer: Trainer, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -88,6 +88,23 @@ def test_round_trip(tmp_path):
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary file left
 
 
+def test_checkpoint_from_a_source_tree_never_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a checkout that pip never installed, hopzero has no package metadata: the learner
+    still saves its checkpoints, with hopzero's version recorded as None."""
+    from importlib import metadata
+
+    installed = metadata.version
+
+    def version(name: str) -> str:
+        if name == "hopzero":
+            raise metadata.PackageNotFoundError(name)
+        return installed(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    ck = load_checkpoint(save_checkpoint(tmp_path, trained(CONFIGS["fast"], 1, seed=2)))
+    assert ck.versions["hopzero"] is None and ck.versions["torch"] == str(torch.__version__)
+
+
 @pytest.mark.parametrize("name", ["paper", "fast", "adamw"])
 def test_resume_equals_uninterrupted(tmp_path, name):
     config = CONFIGS[name]
