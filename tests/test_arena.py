@@ -183,6 +183,12 @@ def test_scores_wins_and_pairwise_comparisons_follow_the_result_vectors():
     assert randoms["both_lost"] == sum(g.player_scores[1] == g.player_scores[2] == 0 for g in m.played) >= 5
     assert randoms["draws"] >= randoms["both_lost"]
     assert "a_wins" not in data  # A against B is the view of a match of two
+    for k, entry in enumerate(data["results"]):  # how each player's games ended, by outcome
+        ends = entry["endings"]
+        assert sum(ends["won"].values()) == entry["wins"] and sum(ends["drawn"].values()) == data["draws"]
+        assert sum(ends["won"].values()) + sum(ends["drawn"].values()) + sum(ends["lost"].values()) == 6
+        assert {r for outcome in ends.values() for r in outcome} <= {"all_home", "anti_block", "repetition", "max_plies"}
+    assert sum(data["results"][1]["endings"]["lost"].values()) >= 5  # a random player loses to greedy
 
 
 def test_a_match_of_two_is_also_a_against_b():

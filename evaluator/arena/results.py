@@ -124,6 +124,15 @@ class MatchResult:
         the comparisons the gate leaves out by default (``GateConfig.both_lost``)."""
         return sum(g.scores[g.seats[i]] == g.scores[g.seats[j]] == 0 for g in self.played)
 
+    def endings(self, k: int) -> dict[str, dict[str, int]]:
+        """How player ``k``'s games ended (:attr:`MatchGame.reason`), counted apart for the games
+        it won (alone or shared), drew and lost: ``{"lost": {"anti_block": 3}, ...}``."""
+        out: dict[str, dict[str, int]] = {"won": {}, "drawn": {}, "lost": {}}
+        for g in self.played:
+            outcome = "drawn" if g.draw else ("won" if g.scores[g.seats[k]] > 0 else "lost")
+            out[outcome][g.reason] = out[outcome].get(g.reason, 0) + 1
+        return out
+
     # -- the seed protocol's view of a match of two: A against B ------------------------------
 
     @property
@@ -165,8 +174,8 @@ class MatchResult:
             "preset": self.preset, "players": list(self.players), "games": self.games, "seed": self.seed,
             "random_opening": self.random_opening, "seating": self.seating, "mean_plies": round(self.mean_plies, 4),
             "mean_legal_moves": round(self.mean_legal_moves, 4), "draws": self.draws,
-            "results": [dict(player=name, **r.to_dict(), by_seat=[s.to_dict() for s in seats])
-                        for name, r, seats in zip(self.players, self.records, self.by_seat)],
+            "results": [dict(player=name, **r.to_dict(), by_seat=[s.to_dict() for s in seats], endings=self.endings(k))
+                        for k, (name, r, seats) in enumerate(zip(self.players, self.records, self.by_seat))],
             "seat_scores": [round(x, 6) for x in self.seat_scores],
             "pairwise": [{"a": i, "b": j, **dict(zip(("wins", "draws", "losses"), self.pairwise(i, j))),
                           "both_lost": self.both_lost(i, j)} for i in range(n) for j in range(i + 1, n)],

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _text(r: Any, elapsed: float) -> str:
     """The match as text: each player's score, wins and score from each seat; for two players
-    also A's record moving first and second (the seed protocol's view)."""
+    also A's record moving first and second (the seed protocol's view); how A's games ended."""
     n = len(r.players)
     width = max(len(name) for name in r.players)
     seating = "every seat rotation" if r.seating == "rotations" else "every seat order"
@@ -158,6 +158,10 @@ def _text(r: Any, elapsed: float) -> str:
         first, second = r.a_record(0), r.a_record(1)
         lines.append(f"  A moving first:  {first.wins} won, {first.losses} lost, {first.draws} drawn")
         lines.append(f"  A moving second: {second.wins} won, {second.losses} lost, {second.draws} drawn")
+    ends = r.endings(0)
+    lines.append("  how A's games ended: " + "; ".join(
+        f"{outcome} " + ", ".join(f"{reason} {count}" for reason, count in sorted(ends[outcome].items()))
+        for outcome in ("won", "drawn", "lost") if ends[outcome]))
     lines.append(f"  mean plies {r.mean_plies:.1f}, mean legal moves per position {r.mean_legal_moves:.1f}")
     lines.append(f"  {elapsed:.1f} s ({r.games / max(elapsed, 1e-9):.1f} games/s)")
     return "\n".join(lines)
