@@ -158,8 +158,8 @@ def _versions() -> dict[str, Any]:
     # hopzero's own version is None in a source tree that was never installed: a missing version
     # must not stop the learner from saving its work.
     cuda = torch.version.cuda
-    return {"hopzero": None, **versions_now(), "python": platform.python_version(),
-            "cuda": None if cuda is None else str(cuda)}
+    return {"hopzero": versions_now().get("hopzero"), "torch": str(torch.__version__), "numpy": str(np.__version__),
+            "python": platform.python_version(), "cuda": None if cuda is None else str(cuda)}
 
 
 def checkpoint_state(trainer: Trainer, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
