@@ -10,6 +10,26 @@ from plumbing.fields import FieldError, check_fields, checked
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
 
 
+def _opponent_problem(spec: str) -> str | None:
+    """What is wrong with ``spec`` as ``selfplay.opponent`` (None: empty, or a valid SPEC of a
+    player that needs no network file)."""
+    from learner.players import parse_spec
+
+    if not spec:
+        return None
+    try:
+        parsed = parse_spec(spec)
+    except ValueError as exc:
+        return str(exc)
+    if "model" in parsed.kind.options:
+        return f"{spec!r} plays a network; an outside opponent is a player without one"
+    return None
+
+
+def _valid_opponent(spec: str) -> bool:
+    return _opponent_problem(spec) is None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SelfPlayConfig:
     """The self-play actors (stage 2 of the paper)."""
@@ -47,6 +67,16 @@ class SelfPlayConfig:
     at the root (noise included, as KataGo), so that positions where the search overturned the
     prior train more. Written as the records' per-position ``weight``, which scales every loss
     term of the position. Off (the default): every position weighs 1."""
+    opponent: str = checked("", test=_valid_opponent,
+                            means="empty or a SPEC of a player without a network (greedy, alphabeta:depth=3, ...)")
+    """An outside player that takes one seat, drawn at random, in an ``opponent_fraction`` share of
+    the self-play games (empty: none). Its moves train nothing; the network's positions in those
+    games train as usual, with the game's result as their value target. Self-play alone never
+    punishes a weakness both sides share; a fixed opponent that exploits it does (AlphaStar's
+    league trains against such exploiters: Vinyals et al. 2019, "Grandmaster level in StarCraft
+    II using multi-agent reinforcement learning"). docs/TRAINING.md, "An outside opponent"."""
+    opponent_fraction: float = checked(0.0, ge=0, le=1)
+    """The share of self-play games against ``opponent`` (0, the default: self-play only)."""
     rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed for the training games only (stage 1 and self-play), on top of the
     game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each
@@ -56,6 +86,9 @@ class SelfPlayConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.opponent_fraction > 0 and not self.opponent:
+            raise FieldError("opponent", f"must name a player when opponent_fraction is above 0 "
+                                         f"({self.opponent_fraction})")
         if self.full_search_prob < 1 and self.fast_simulations < 1:
             raise FieldError("fast_simulations", f"must be at least 1 when full_search_prob is below 1 "
                                                  f"({self.full_search_prob}), got {self.fast_simulations}")

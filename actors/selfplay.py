@@ -41,6 +41,16 @@ Policy surprise weighting (KataGo; off by default): the record's ``weight`` give
 position half an even share of the game's weight and half a share in proportion to the KL
 divergence of its policy target from the root's prior (noise included, as KataGo does).
 
+An outside opponent (off by default): with ``opponent`` (a SPEC of a player without a network,
+e.g. ``alphabeta:depth=3``) and ``opponent_fraction`` above 0, that share of games seats the
+opponent at one seat drawn at random, the network at the others. Its moves are played without a
+search and stay in the record unkept, as fast searches do: only the network's positions train,
+with the game's result as their value target. Self-play alone never punishes a habit that both
+sides share (on ``star2``, a piece left in its own home until the other side fills the rest of
+its goal and wins by the anti-block rule); an opponent that does not share it does. The draws have
+their own random stream per game, so the option off leaves every game as it was; such games never
+resign.
+
 Resignation (off by default, as in the paper): a side resigns when its root value was below
 ``-resign_threshold`` at two consecutive own searched moves; the resigning position is not
 recorded (the game ends before it, like a terminal position), and the outcome is a loss for
@@ -65,6 +75,7 @@ from ccengine.engines import new_state
 from ccengine.eval_cache import EvaluationCache
 from ccengine.rules import Rules
 from ccengine.search import BatchedSearch, Evaluator, SearchConfig, SearchResult, UniformEvaluator
+from learner.players import make_player
 from learner.records import MAX_START_HISTORY, GameRecord, make_record, versions_now
 from learner.training import load_weights_into
 
@@ -140,6 +151,8 @@ class _Game:
     """Per recorded position: KL divergence of its policy target from the root prior."""
     cap_rng: np.random.Generator | None = None
     """The game's draws of full or fast searches (with ``full_search_prob`` below 1)."""
+    opponent_seat: int | None = None
+    """The seat of the outside opponent in this game (None: self-play only)."""
 
 
 def surprise_weights(surprise: np.ndarray, trained: np.ndarray) -> np.ndarray:
@@ -166,10 +179,11 @@ def policy_surprise(target: np.ndarray, prior: np.ndarray) -> float:
 
 
 def technique_options(selfplay: Any) -> dict[str, Any]:
-    """The :class:`SelfPlayWorker` keywords of KataGo's self-play options in a run's
-    ``selfplay`` section (``actors.config.SelfPlayConfig``)."""
+    """The :class:`SelfPlayWorker` keywords of the training techniques in a run's ``selfplay``
+    section (``actors.config.SelfPlayConfig``): KataGo's, and the outside opponent."""
     return {"full_search_prob": selfplay.full_search_prob, "fast_simulations": selfplay.fast_simulations,
-            "surprise_weighting": selfplay.surprise_weighting}
+            "surprise_weighting": selfplay.surprise_weighting, "opponent": selfplay.opponent,
+            "opponent_fraction": selfplay.opponent_fraction}
 
 
 class SelfPlayWorker:
@@ -191,7 +205,8 @@ class SelfPlayWorker:
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
     then not needed, and :meth:`set_weights` only updates the network and the version.
     ``full_search_prob``/``fast_simulations``: playout cap randomization; ``surprise_weighting``:
-    policy surprise weights in the records (see the module docstring; ``SelfPlayConfig``).
+    policy surprise weights in the records; ``opponent``/``opponent_fraction``: the share of games
+    against an outside player (see the module docstring; ``SelfPlayConfig``).
     """
 
     def __init__(
@@ -218,6 +233,8 @@ class SelfPlayWorker:
         full_search_prob: float = 1.0,
         fast_simulations: int = 0,
         surprise_weighting: bool = False,
+        opponent: str = "",
+        opponent_fraction: float = 0.0,
     ) -> None:
         if games < 1:
             raise ValueError(f"games={games} must be at least 1")
@@ -226,6 +243,10 @@ class SelfPlayWorker:
         if full_search_prob < 1.0 and not 1 <= fast_simulations < search.num_simulations:
             raise ValueError(f"fast_simulations={fast_simulations} must be at least 1 and below the full "
                              f"search's {search.num_simulations} simulations")
+        if not 0.0 <= opponent_fraction <= 1.0:
+            raise ValueError(f"opponent_fraction={opponent_fraction} must be in [0, 1]")
+        if opponent_fraction > 0 and not opponent:
+            raise ValueError(f"opponent_fraction={opponent_fraction} needs an opponent SPEC")
         if resign_threshold < 0:
             raise ValueError(f"resign_threshold={resign_threshold} must be >= 0 (0 = never resign)")
         if not 0.0 <= resign_playout_fraction <= 1.0:
@@ -244,6 +265,10 @@ class SelfPlayWorker:
         self.full_search_prob = float(full_search_prob)
         self.fast_simulations = int(fast_simulations)
         self.surprise_weighting = bool(surprise_weighting)
+        self.opponent_fraction = float(opponent_fraction)
+        # its own random stream, so that the option off leaves the games' seeds as they were
+        self._opponent = (make_player(opponent, rules, np.random.SeedSequence([self.seed, 3]))
+                          if opponent_fraction > 0 else None)
         self._versions = versions_now()
         self._rng = np.random.default_rng(self.seed)
 
@@ -276,6 +301,8 @@ class SelfPlayWorker:
         self._false_resign = 0
         self._unrecorded = 0
         self._fast_searches = 0
+        self._opponent_moves = 0
+        self._opponent_results = [0, 0, 0]  # games against the opponent: network won, drawn, lost
         self._fast: set[int] = set()  # the games searched fast in the current step
         self._spanning = 0
         self._step_s = 0.0
@@ -328,6 +355,10 @@ class SelfPlayWorker:
                      playout=playout)
         if self.full_search_prob < 1.0:
             game.cap_rng = np.random.default_rng([seed, 2])  # its own stream, as the resignation draw
+        if self._opponent is not None:
+            draws = np.random.default_rng([seed, 3])
+            if draws.random() < self.opponent_fraction:
+                game.opponent_seat = int(draws.integers(self.rules.players))
         self._games[g] = game
         self.search.set_root(g, state, rng=game_rng)
 
@@ -351,16 +382,16 @@ class SelfPlayWorker:
         active = [g for g, game in enumerate(self._games) if game is not None]
         records: list[GameRecord] = []
         if active:
+            searched = [g for g in active if not self._opponent_to_move(g)]
             net_before = self._timed.seconds
             t_search = time.perf_counter()
-            self._fast = self._fast_games(active)
-            results = self.search.search(self._timed, active, fast=self._fast,
+            self._fast = self._fast_games(searched)
+            results = self.search.search(self._timed, searched, fast=self._fast,
                                          fast_simulations=self.fast_simulations)
             self._search_s += time.perf_counter() - t_search - (self._timed.seconds - net_before)
             for g in active:
                 res = results[g]
-                assert res is not None
-                record = self._advance(g, res)
+                record = self._advance(g, res) if res is not None else self._opponent_move(g)
                 if record is not None:
                     records.append(record)
         if refill:
@@ -383,15 +414,44 @@ class SelfPlayWorker:
                 fast.add(g)
         return fast
 
+    def _opponent_to_move(self, g: int) -> bool:
+        """Whether the outside opponent moves next in game ``g`` (the random opening is
+        everyone's: its moves are drawn by the search)."""
+        game = self._games[g]
+        assert game is not None
+        return (game.opponent_seat == game.state.to_move
+                and not math.isinf(self.config.temperature_at(game.state.ply)))
+
+    def _note_move(self, game: _Game) -> None:
+        """Keep track of the network versions that played in ``game``."""
+        if not game.versions_seen:  # the game's first move: its version is the one playing now
+            game.model_version = self.model_version
+        game.versions_seen.add(self.model_version)
+
+    def _opponent_move(self, g: int) -> GameRecord | None:
+        """The outside opponent's move in game ``g``: its position stays in the record unkept (it
+        trains nothing); a record when the game ended."""
+        game = self._games[g]
+        assert game is not None and self._opponent is not None
+        self._note_move(game)
+        if not game.pieces:
+            game.start_pieces = self._start_history(game.tracker, game.state.ply)
+        game.pieces.append(game.tracker.current)
+        game.to_move.append(game.state.to_move)
+        game.policies.append((np.zeros(0, np.int64), np.zeros(0)))
+        game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32))
+        game.full.append(False)
+        game.surprise.append(0.0)
+        self._opponent_moves += 1
+        return self._play(g, self._opponent.select(game.state))
+
     def _advance(self, g: int, res: SearchResult) -> GameRecord | None:
         """Record the searched position, maybe resign, play the move; a record when it ended."""
         game = self._games[g]
         assert game is not None
         state, tracker = game.state, game.tracker
         mover = state.to_move
-        if not game.versions_seen:  # the game's first move: its version is the one playing now
-            game.model_version = self.model_version
-        game.versions_seen.add(self.model_version)
+        self._note_move(game)
         if math.isinf(res.temperature):
             # random opening: no search, not a recorded position
             assert not game.pieces
@@ -420,7 +480,9 @@ class SelfPlayWorker:
             game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
                                     if shares is None or not np.isfinite(shares).all() else shares)
             # Resignation is a two-player rule: with more, one side giving up does not end the game.
-            if self.resign_threshold > 0 and res.searched and self.rules.players == 2:
+            # Against the outside opponent the network plays every game out.
+            if (self.resign_threshold > 0 and res.searched and self.rules.players == 2
+                    and game.opponent_seat is None):
                 if self._resign_check(game, mover, value):
                     # the side resigns here: this position ends the game unrecorded
                     game.pieces.pop()
@@ -431,13 +493,18 @@ class SelfPlayWorker:
                     game.surprise.pop()
                     self._resigned += 1
                     return self._finish(g, scores=(0.0, 1.0) if mover == 0 else (1.0, 0.0))
-        move = res.move
-        state.play(move)
-        tracker.play(move)
+        return self._play(g, res.move)
+
+    def _play(self, g: int, move: Any) -> GameRecord | None:
+        """Play ``move`` in game ``g``; a record when the game ended."""
+        game = self._games[g]
+        assert game is not None
+        game.state.play(move)
+        game.tracker.play(move)
         self.search.play(g, move)
         self._moves += 1
-        if state.is_terminal():
-            return self._finish(g, scores=state.scores())
+        if game.state.is_terminal():
+            return self._finish(g, scores=game.state.scores())
         return None
 
     def _resign_check(self, game: _Game, mover: int, value: float) -> bool:
@@ -472,6 +539,8 @@ class SelfPlayWorker:
             self._wins[0 if scores[0] > 0 else 1] += 1
         if len(game.versions_seen) > 1:
             self._spanning += 1
+        if game.opponent_seat is not None:
+            self._count_opponent_result(game.opponent_seat, scores)
         if game.playout:
             self._playout_games += 1
             for side in (0, 1):
@@ -505,6 +574,14 @@ class SelfPlayWorker:
             weight=surprise_weights(np.asarray(game.surprise), trained) if self.surprise_weighting else None,
         )
 
+    def _count_opponent_result(self, seat: int, scores: Any) -> None:
+        """A game against the outside opponent: the network won (the opponent is not among the
+        winners), drew (all level) or lost (the opponent among the winners)."""
+        if len(set(scores)) == 1:
+            self._opponent_results[1] += 1
+        else:
+            self._opponent_results[2 if scores[seat] == max(scores) else 0] += 1
+
     # -- metrics ---------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
@@ -535,6 +612,8 @@ class SelfPlayWorker:
             "would_resign": self._would_resign,
             "false_resignations": self._false_resign,
             "false_resignation_rate": self._false_resign / self._would_resign if self._would_resign else 0.0,
+            "opponent_moves": self._opponent_moves,
+            "opponent_results": list(self._opponent_results),
             "step_s": self._step_s,
             "search_s": self._search_s,
             "network_s": net_s,

@@ -206,6 +206,7 @@ class SelfPlayService:
             "model_version": self.worker.model_version,
             "eval_cache_hit_rate": s["eval_cache_hit_rate"],
             "stage": 2 if self.worker.has_weights else 1,
+            "opponent_results": s["opponent_results"],
         }
 
 

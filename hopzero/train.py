@@ -795,6 +795,8 @@ def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     total["actors"] = len([s for s in stats if s])
     total["model_versions"] = sorted({s.get("model_version", -1) for s in stats if s})
     total["stage"] = max((s.get("stage", 0) for s in stats), default=0)
+    # games against selfplay.opponent: the network's wins, draws and losses
+    total["opponent_results"] = [sum(s.get("opponent_results", [0, 0, 0])[i] for s in stats) for i in range(3)]
     if any("epsilon" in s for s in stats):  # DQN actors: exploration and training-game results
         total["epsilon"] = max(s.get("epsilon", 0.0) for s in stats if "epsilon" in s)
         total["results"] = [sum(s.get("results", [0, 0, 0])[i] for s in stats) for i in range(3)]
@@ -832,6 +834,9 @@ def _progress_line(snap: dict[str, Any]) -> str:
     if "epsilon" in sp:
         w, d, lost = sp["results"]
         parts.insert(3, f"eps {sp['epsilon']:.2f}, training games W-D-L {w}-{d}-{lost}")
+    if any(sp.get("opponent_results", ())):
+        w, d, lost = sp["opponent_results"]
+        parts.insert(3, f"against the outside opponent W-D-L {w}-{d}-{lost}")
     skipped = {kind: n for kind, n in le.get("skipped", {}).items() if kind != "stale" and n}
     if skipped:
         parts.append("skipped " + ", ".join(f"{n:,} {kind}" for kind, n in sorted(skipped.items())))

@@ -59,8 +59,8 @@ def replay(rules: Rules, rec: GameRecord, *, first_ply_is_start: bool = True) ->
                 named = {(int(s), int(e)) for s, e in moves}
                 assert named <= legal, f"position {t}: target names an illegal move"
                 assert len(named) == len(idx)
-            else:
-                assert legal == {PASS}
+            else:  # no target: a pass, or a position the record does not keep (trains nothing)
+                assert legal == {PASS} or (rec.keep is not None and not rec.keep[t])
         if i + 1 < len(states):
             move = move_between(states[i], states[i + 1], state.to_move)
             assert move in legal, f"state {i + 1} does not follow by a legal move"

@@ -1,5 +1,6 @@
 """Stage-2 self-play worker (actors.selfplay): records that replay as legal games, the random
-opening kept as history, weight swaps, resignation and its false-positive check, determinism."""
+opening kept as history, weight swaps, resignation and its false-positive check, determinism, and
+games against an outside opponent."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from actor_helpers import final_move_exists, replay
+from actor_helpers import board_of, final_move_exists, move_between, record_states, replay
 from actors.selfplay import NoWeightsError, SelfPlayWorker
 from ccengine import preset
+from ccengine._core import State
 from ccengine.encoding import encoding_for
 from ccengine.search import SearchConfig, UniformEvaluator
 from learner.model import NetConfig, PolicyValueNet
+from learner.players import make_player
 from learner.records import decode_record, encode_record
 
 RULES = preset("small-4-3")
@@ -246,3 +249,49 @@ def test_bad_arguments():
         worker(resign_threshold=-0.1)
     with pytest.raises(ValueError, match="does not fit"):
         worker(net_config=NetConfig.for_rules(RULES, ENC.in_planes + 1, "tiny"))
+
+
+def test_outside_opponent_plays_its_seat_and_its_positions_train_nothing():
+    w = worker(seed=5, games=4, opponent="alphabeta:depth=1", opponent_fraction=1.0)
+    w.set_weights(1, arrays(0))
+    records = play(w, 150)
+    assert len(records) >= 4
+    teacher = make_player("alphabeta:depth=1", RULES)
+    opponent_moves = 0
+    for rec in records:
+        replay(RULES, rec)  # still legal games
+        keep = rec.keep if rec.keep is not None else np.ones(rec.num_positions, bool)
+        unkept = {int(m) for m, kept in zip(rec.to_move, keep) if not kept}
+        kept = {int(m) for m, kept in zip(rec.to_move, keep) if kept}
+        assert len(unkept) <= 1 and not unkept & kept, "one seat is the opponent's, the other the network's"
+        assert all(len(rec.policy(t)[0]) == 0 for t in np.flatnonzero(~keep))
+        # the opponent's moves are alpha-beta's
+        states, h = record_states(rec)
+        for t in np.flatnonzero(~keep)[:-1]:
+            state = State(RULES, board_of(RULES, states[h + t]), int(rec.to_move[t]), 0)
+            assert move_between(states[h + t], states[h + t + 1], state.to_move) == teacher.select(state)
+            opponent_moves += 1
+    assert opponent_moves > 10
+    stats = w.stats()
+    assert stats["opponent_moves"] > 0
+    assert sum(stats["opponent_results"]) == stats["games_finished"]
+
+
+def test_outside_opponent_leaves_the_games_seeds_alone():
+    """The opponent's draws have their own stream: a share of games against it changes nothing
+    else (the same game seeds), and only that share of games seats it."""
+    plain = worker(seed=11, games=40)
+    mixed = worker(seed=11, games=40, opponent="greedy", opponent_fraction=0.5)
+    assert [g.seed for g in plain._games] == [g.seed for g in mixed._games]
+    seated = [g.opponent_seat for g in mixed._games if g.opponent_seat is not None]
+    assert 8 <= len(seated) <= 32 and set(seated) == {0, 1}
+    assert all(g.opponent_seat is None for g in plain._games)
+
+
+def test_outside_opponent_arguments():
+    with pytest.raises(ValueError, match="needs an opponent"):
+        worker(opponent_fraction=0.5)
+    with pytest.raises(ValueError, match="opponent_fraction"):
+        worker(opponent="greedy", opponent_fraction=1.5)
+    with pytest.raises(ValueError, match="unknown player"):
+        worker(opponent="nobody", opponent_fraction=0.5)
