@@ -382,7 +382,7 @@ class SelfPlayWorker:
         active = [g for g, game in enumerate(self._games) if game is not None]
         records: list[GameRecord] = []
         if active:
-            searched = [g for g in active if not self._opponent_to_move(g)]
+            searched = active if self._opponent is None else [g for g in active if not self._opponent_to_move(g)]
             net_before = self._timed.seconds
             t_search = time.perf_counter()
             self._fast = self._fast_games(searched)
@@ -428,20 +428,28 @@ class SelfPlayWorker:
             game.model_version = self.model_version
         game.versions_seen.add(self.model_version)
 
+    def _note_position(self, game: _Game, policy: tuple[np.ndarray, np.ndarray], shares: np.ndarray | None, *,
+                       full: bool, surprise: float) -> None:
+        """Add the position to move in ``game`` to its record: its policy target (empty: none),
+        its root value vector (None: even shares), whether it trains (``full``) and its surprise.
+        The game's first recorded position also takes the random opening as its history."""
+        if not game.pieces:
+            game.start_pieces = self._start_history(game.tracker, game.state.ply)
+        game.pieces.append(game.tracker.current)
+        game.to_move.append(game.state.to_move)
+        game.policies.append(policy)
+        game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
+                                if shares is None else shares)
+        game.full.append(full)
+        game.surprise.append(surprise)
+
     def _opponent_move(self, g: int) -> GameRecord | None:
         """The outside opponent's move in game ``g``: its position stays in the record unkept (it
         trains nothing); a record when the game ended."""
         game = self._games[g]
         assert game is not None and self._opponent is not None
         self._note_move(game)
-        if not game.pieces:
-            game.start_pieces = self._start_history(game.tracker, game.state.ply)
-        game.pieces.append(game.tracker.current)
-        game.to_move.append(game.state.to_move)
-        game.policies.append((np.zeros(0, np.int64), np.zeros(0)))
-        game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32))
-        game.full.append(False)
-        game.surprise.append(0.0)
+        self._note_position(game, (np.zeros(0, np.int64), np.zeros(0)), None, full=False, surprise=0.0)
         self._opponent_moves += 1
         return self._play(g, self._opponent.select(game.state))
 
@@ -449,15 +457,13 @@ class SelfPlayWorker:
         """Record the searched position, maybe resign, play the move; a record when it ended."""
         game = self._games[g]
         assert game is not None
-        state, tracker = game.state, game.tracker
+        state = game.state
         mover = state.to_move
         self._note_move(game)
         if math.isinf(res.temperature):
             # random opening: no search, not a recorded position
             assert not game.pieces
         else:
-            if not game.pieces:
-                game.start_pieces = self._start_history(tracker, state.ply)
             self._searches += 1
             full = g not in self._fast
             self._simulations += self.config.num_simulations if full else self.fast_simulations
@@ -470,15 +476,12 @@ class SelfPlayWorker:
                 prob = weights / weights.sum()
             else:  # the pass is the only move, or a fast search: no target
                 idx, prob = np.zeros(0, np.int64), np.zeros(0)
-            game.full.append(full)
-            game.surprise.append(policy_surprise(target, res.prior) if self.surprise_weighting and len(idx) else 0.0)
             value = 0.0 if math.isnan(res.root_value) else float(np.clip(res.root_value, -1.0, 1.0))
             shares = res.root_shares
-            game.pieces.append(tracker.current)
-            game.to_move.append(mover)
-            game.policies.append((idx, prob))
-            game.root_shares.append(np.full(self.rules.players, 1.0 / self.rules.players, np.float32)
-                                    if shares is None or not np.isfinite(shares).all() else shares)
+            if shares is not None and not np.isfinite(shares).all():
+                shares = None
+            surprise = policy_surprise(target, res.prior) if self.surprise_weighting and len(idx) else 0.0
+            self._note_position(game, (idx, prob), shares, full=full, surprise=surprise)
             # Resignation is a two-player rule: with more, one side giving up does not end the game.
             # Against the outside opponent the network plays every game out.
             if (self.resign_threshold > 0 and res.searched and self.rules.players == 2
