@@ -10,24 +10,16 @@ from plumbing.fields import FieldError, check_fields, checked
 __all__ = ["SelfPlayConfig", "StageOneConfig"]
 
 
-def _opponent_problem(spec: str) -> str | None:
-    """What is wrong with ``spec`` as ``selfplay.opponent`` (None: empty, or a valid SPEC of a
-    player that needs no network file)."""
+def _valid_opponent(spec: str) -> bool:
+    """Whether ``spec`` may be ``selfplay.opponent``: empty, or a SPEC of a player without a network."""
     from learner.players import parse_spec
 
     if not spec:
-        return None
+        return True
     try:
-        parsed = parse_spec(spec)
-    except ValueError as exc:
-        return str(exc)
-    if "model" in parsed.kind.options:
-        return f"{spec!r} plays a network; an outside opponent is a player without one"
-    return None
-
-
-def _valid_opponent(spec: str) -> bool:
-    return _opponent_problem(spec) is None
+        return "model" not in parse_spec(spec).kind.options
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)

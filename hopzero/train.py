@@ -787,6 +787,11 @@ class _ActorCounts:
         return {k: sum(c[k] + seen[k] for c, seen in zip(self.carried, self.last)) for k in self.KEYS}
 
 
+def _sum_results(stats: list[dict[str, Any]], key: str) -> list[int]:
+    """The actors' win, draw and loss counts under ``key``, added up."""
+    return [sum(s.get(key, [0, 0, 0])[i] for s in stats) for i in range(3)]
+
+
 def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("games", "positions", "simulations")
     total: dict[str, Any] = {k: sum(s.get(k, 0) for s in stats) for k in keys}
@@ -796,10 +801,10 @@ def _sum_actor_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     total["model_versions"] = sorted({s.get("model_version", -1) for s in stats if s})
     total["stage"] = max((s.get("stage", 0) for s in stats), default=0)
     # games against selfplay.opponent: the network's wins, draws and losses
-    total["opponent_results"] = [sum(s.get("opponent_results", [0, 0, 0])[i] for s in stats) for i in range(3)]
+    total["opponent_results"] = _sum_results(stats, "opponent_results")
     if any("epsilon" in s for s in stats):  # DQN actors: exploration and training-game results
         total["epsilon"] = max(s.get("epsilon", 0.0) for s in stats if "epsilon" in s)
-        total["results"] = [sum(s.get("results", [0, 0, 0])[i] for s in stats) for i in range(3)]
+        total["results"] = _sum_results(stats, "results")
         total["waited_s"] = round(sum(s.get("waited_s", 0.0) for s in stats), 1)  # paused by the learner
     return total
 
