@@ -69,6 +69,11 @@ class SelfPlayConfig:
     II using multi-agent reinforcement learning"). docs/TRAINING.md, "An outside opponent"."""
     opponent_fraction: float = checked(0.0, ge=0, le=1)
     """The share of self-play games against ``opponent`` (0, the default: self-play only)."""
+    opponent_seats: int = checked(1, ge=1)
+    """How many seats ``opponent`` takes in a game against it, drawn at random without repeats
+    (1, the default); the network keeps the others, so it must be below the game's players. On
+    four or six players the evaluation's table (the network against ``greedy`` at every other
+    seat) is a game self-play alone never plays."""
     rules: dict[str, Any] = checked(factory=dict)
     """Rule options changed for the training games only (stage 1 and self-play), on top of the
     game's: e.g. ``adjudicate: distance`` scores a game cut off at ``max_plies`` by the rows each

@@ -43,13 +43,13 @@ divergence of its policy target from the root's prior (noise included, as KataGo
 
 An outside opponent (off by default): with ``opponent`` (a SPEC of a player without a network,
 e.g. ``alphabeta:depth=3``) and ``opponent_fraction`` above 0, that share of games seats the
-opponent at one seat drawn at random, the network at the others. Its moves are played without a
-search and stay in the record unkept, as fast searches do: only the network's positions train,
-with the game's result as their value target. Self-play alone never punishes a habit that both
-sides share (on ``star2``, a piece left in its own home until the other side fills the rest of
-its goal and wins by the anti-block rule); an opponent that does not share it does. The draws have
-their own random stream per game, so the option off leaves every game as it was; such games never
-resign.
+opponent at ``opponent_seats`` seats drawn at random (one by default), the network at the
+others. Its moves are played without a search and stay in the record unkept, as fast searches
+do: only the network's positions train, with the game's result as their value target. Self-play
+alone never punishes a habit that both sides share (on ``star2``, a piece left in its own home
+until the other side fills the rest of its goal and wins by the anti-block rule); an opponent
+that does not share it does. The draws have their own random stream per game, so the option off
+leaves every game as it was; such games never resign.
 
 Resignation (off by default, as in the paper): a side resigns when its root value was below
 ``-resign_threshold`` at two consecutive own searched moves; the resigning position is not
@@ -151,8 +151,8 @@ class _Game:
     """Per recorded position: KL divergence of its policy target from the root prior."""
     cap_rng: np.random.Generator | None = None
     """The game's draws of full or fast searches (with ``full_search_prob`` below 1)."""
-    opponent_seat: int | None = None
-    """The seat of the outside opponent in this game (None: self-play only)."""
+    opponent_seats: tuple[int, ...] = ()
+    """The seats of the outside opponent in this game (none: self-play only)."""
 
 
 def surprise_weights(surprise: np.ndarray, trained: np.ndarray) -> np.ndarray:
@@ -183,7 +183,7 @@ def technique_options(selfplay: Any) -> dict[str, Any]:
     section (``actors.config.SelfPlayConfig``): KataGo's, and the outside opponent."""
     return {"full_search_prob": selfplay.full_search_prob, "fast_simulations": selfplay.fast_simulations,
             "surprise_weighting": selfplay.surprise_weighting, "opponent": selfplay.opponent,
-            "opponent_fraction": selfplay.opponent_fraction}
+            "opponent_fraction": selfplay.opponent_fraction, "opponent_seats": selfplay.opponent_seats}
 
 
 class SelfPlayWorker:
@@ -205,8 +205,9 @@ class SelfPlayWorker:
     ``evaluator``: use this evaluator instead of the network (tests, benchmarks); weights are
     then not needed, and :meth:`set_weights` only updates the network and the version.
     ``full_search_prob``/``fast_simulations``: playout cap randomization; ``surprise_weighting``:
-    policy surprise weights in the records; ``opponent``/``opponent_fraction``: the share of games
-    against an outside player (see the module docstring; ``SelfPlayConfig``).
+    policy surprise weights in the records; ``opponent``/``opponent_fraction``/``opponent_seats``:
+    the share of games against an outside player and its seats in them (see the module docstring;
+    ``SelfPlayConfig``).
     """
 
     def __init__(
@@ -235,6 +236,7 @@ class SelfPlayWorker:
         surprise_weighting: bool = False,
         opponent: str = "",
         opponent_fraction: float = 0.0,
+        opponent_seats: int = 1,
     ) -> None:
         if games < 1:
             raise ValueError(f"games={games} must be at least 1")
@@ -247,6 +249,9 @@ class SelfPlayWorker:
             raise ValueError(f"opponent_fraction={opponent_fraction} must be in [0, 1]")
         if opponent_fraction > 0 and not opponent:
             raise ValueError(f"opponent_fraction={opponent_fraction} needs an opponent SPEC")
+        if not 1 <= opponent_seats < rules.players:
+            raise ValueError(f"opponent_seats={opponent_seats} must be at least 1 and leave the network a seat "
+                             f"of the {rules.players}")
         if resign_threshold < 0:
             raise ValueError(f"resign_threshold={resign_threshold} must be >= 0 (0 = never resign)")
         if not 0.0 <= resign_playout_fraction <= 1.0:
@@ -266,6 +271,7 @@ class SelfPlayWorker:
         self.fast_simulations = int(fast_simulations)
         self.surprise_weighting = bool(surprise_weighting)
         self.opponent_fraction = float(opponent_fraction)
+        self.opponent_seats = int(opponent_seats)
         # its own random stream, so that the option off leaves the games' seeds as they were
         self._opponent = (make_player(opponent, rules, np.random.SeedSequence([self.seed, 3]))
                           if opponent_fraction > 0 else None)
@@ -358,7 +364,11 @@ class SelfPlayWorker:
         if self._opponent is not None:
             draws = np.random.default_rng([seed, 3])
             if draws.random() < self.opponent_fraction:
-                game.opponent_seat = int(draws.integers(self.rules.players))
+                # the first seat drawn as with one seat, so that one seat plays the games it always did
+                first = int(draws.integers(self.rules.players))
+                others = [s for s in range(self.rules.players) if s != first]
+                more = draws.choice(others, self.opponent_seats - 1, replace=False)
+                game.opponent_seats = tuple(sorted([first, *map(int, more)]))
         self._games[g] = game
         self.search.set_root(g, state, rng=game_rng)
 
@@ -419,7 +429,7 @@ class SelfPlayWorker:
         everyone's: its moves are drawn by the search)."""
         game = self._games[g]
         assert game is not None
-        return (game.opponent_seat == game.state.to_move
+        return (game.state.to_move in game.opponent_seats
                 and not math.isinf(self.config.temperature_at(game.state.ply)))
 
     def _note_move(self, game: _Game) -> None:
@@ -485,7 +495,7 @@ class SelfPlayWorker:
             # Resignation is a two-player rule: with more, one side giving up does not end the game.
             # Against the outside opponent the network plays every game out.
             if (self.resign_threshold > 0 and res.searched and self.rules.players == 2
-                    and game.opponent_seat is None):
+                    and not game.opponent_seats):
                 if self._resign_check(game, mover, value):
                     # the side resigns here: this position ends the game unrecorded
                     game.pieces.pop()
@@ -542,8 +552,8 @@ class SelfPlayWorker:
             self._wins[0 if scores[0] > 0 else 1] += 1
         if len(game.versions_seen) > 1:
             self._spanning += 1
-        if game.opponent_seat is not None:
-            self._count_opponent_result(game.opponent_seat, scores)
+        if game.opponent_seats:
+            self._count_opponent_result(game.opponent_seats, scores)
         if game.playout:
             self._playout_games += 1
             for side in (0, 1):
@@ -577,13 +587,13 @@ class SelfPlayWorker:
             weight=surprise_weights(np.asarray(game.surprise), trained) if self.surprise_weighting else None,
         )
 
-    def _count_opponent_result(self, seat: int, scores: Any) -> None:
-        """A game against the outside opponent: the network won (the opponent is not among the
-        winners), drew (all level) or lost (the opponent among the winners)."""
+    def _count_opponent_result(self, seats: tuple[int, ...], scores: Any) -> None:
+        """A game against the outside opponent: the network won (no opponent seat among the
+        winners), drew (all level) or lost (an opponent seat among the winners)."""
         if len(set(scores)) == 1:
             self._opponent_results[1] += 1
         else:
-            self._opponent_results[2 if scores[seat] == max(scores) else 0] += 1
+            self._opponent_results[2 if any(scores[s] == max(scores) for s in seats) else 0] += 1
 
     # -- metrics ---------------------------------------------------------------------------------
 

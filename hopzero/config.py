@@ -128,6 +128,9 @@ class TrainConfig:
                 teacher_player(self.stage1.teacher, rules)
             except ValueError as exc:
                 raise FieldError("stage1.teacher", str(exc)) from None
+        if self.selfplay.opponent_fraction > 0 and self.selfplay.opponent_seats >= rules.players:
+            raise FieldError("selfplay.opponent_seats", f"must leave the network a seat: below the {rules.players} "
+                                                        f"players of {self.preset}, got {self.selfplay.opponent_seats}")
         if self.selfplay.full_search_prob < 1 and self.selfplay.fast_simulations >= self.search.num_simulations:
             raise FieldError("selfplay.fast_simulations", f"must be below search.num_simulations "
                                                           f"({self.search.num_simulations}), got "

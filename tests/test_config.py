@@ -106,3 +106,14 @@ def test_the_docs_table_of_presets_is_the_presets_table():
         assert name in presets_text()
         if name != "small-N-k":
             assert preset(name).name == name
+
+
+def test_the_outside_opponent_leaves_the_network_a_seat():
+    config = load_config("star4", overrides=["selfplay.opponent=greedy", "selfplay.opponent_fraction=0.5",
+                                             "selfplay.opponent_seats=3"])
+    assert config.selfplay.opponent_seats == 3
+    with pytest.raises(ConfigError, match=r"^selfplay.opponent_seats: must leave the network a seat: below the 4"):
+        load_config("star4", overrides=["selfplay.opponent=greedy", "selfplay.opponent_fraction=0.5",
+                                        "selfplay.opponent_seats=4"])
+    with pytest.raises(ConfigError, match=r"selfplay.opponent_seats"):
+        load_config("star4", overrides=["selfplay.opponent_seats=0"])

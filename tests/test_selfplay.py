@@ -283,9 +283,32 @@ def test_outside_opponent_leaves_the_games_seeds_alone():
     plain = worker(seed=11, games=40)
     mixed = worker(seed=11, games=40, opponent="greedy", opponent_fraction=0.5)
     assert [g.seed for g in plain._games] == [g.seed for g in mixed._games]
-    seated = [g.opponent_seat for g in mixed._games if g.opponent_seat is not None]
-    assert 8 <= len(seated) <= 32 and set(seated) == {0, 1}
-    assert all(g.opponent_seat is None for g in plain._games)
+    seated = [g.opponent_seats for g in mixed._games if g.opponent_seats]
+    assert 8 <= len(seated) <= 32 and set(seated) == {(0,), (1,)}
+    assert all(not g.opponent_seats for g in plain._games)
+
+
+def test_outside_opponent_at_three_of_four_seats():
+    """``opponent_seats=3`` on four players: three distinct seats per game, the first drawn as
+    with one seat; the opponent plays three moves to the network's one."""
+    rules = preset("star4")
+    enc = encoding_for(rules, "general", history=HISTORY)
+
+    def four(seats):
+        return SelfPlayWorker(rules, games=24, search=SEARCH, net_config=NetConfig.for_rules(rules, enc.in_planes, "tiny"),
+                              encoding="general", history=HISTORY, run_id="run", config_hash="cfg", actor="sp-0",
+                              seed=7, evaluator=UniformEvaluator(4), opponent="greedy", opponent_fraction=1.0,
+                              opponent_seats=seats)
+
+    one, three = four(1), four(3)
+    for a, b in zip(one._games, three._games):
+        assert len(b.opponent_seats) == 3 and len(set(b.opponent_seats)) == 3 and a.opponent_seats[0] in b.opponent_seats
+    for _ in range(40):
+        three.step()
+    stats = three.stats()
+    assert 2.5 * stats["searches"] <= stats["opponent_moves"] <= 3.5 * stats["searches"] + 3 * 24
+    with pytest.raises(ValueError, match="opponent_seats=4 must .* leave the network a seat"):
+        four(4)
 
 
 def test_outside_opponent_arguments():
