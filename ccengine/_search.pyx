@@ -472,6 +472,9 @@ cdef class SearchForest:
       evaluator's opponent model rates most likely (its largest logit among the legal replies,
       ties at random), given at the parent, the node where the root mover chose the move replied
       to. :meth:`expand_and_backup` then takes each leaf's opponent logits as a third array.
+    - ``policy_opponent``: opponent modelling by the searching network's own policy: at the nodes
+      where a player other than the root mover moves, the descent plays that node's move of
+      largest prior (ties at random), so every simulation deepens the root mover's own choices.
     - ``forced_playouts``: k of KataGo's forced playouts (Wu 2019, "Forced Playouts"), root only: a
       root child that has been visited but has fewer than ``sqrt(k * P * N_children)`` visits
       (P its prior, noise included; ``N_children`` the root children's visits) is selected
@@ -507,6 +510,7 @@ cdef class SearchForest:
     cdef readonly bint solver
     cdef readonly bint greedy_opponent
     cdef readonly bint model_opponent
+    cdef readonly bint policy_opponent
     cdef readonly double forced_playouts
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
@@ -546,6 +550,7 @@ cdef class SearchForest:
         bint solver=False,
         bint greedy_opponent=False,
         bint model_opponent=False,
+        bint policy_opponent=False,
         double forced_playouts=0.0,
     ):
         cdef int g
@@ -568,8 +573,10 @@ cdef class SearchForest:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with greedy_opponent")
         if solver and model_opponent:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with model_opponent")
-        if greedy_opponent and model_opponent:
-            raise ValueError("the opponent is modelled either by greedy or by a model, not both")
+        if greedy_opponent + model_opponent + policy_opponent > 1:
+            raise ValueError("the opponent is modelled by one of greedy, a model or the policy, not several")
+        if solver and policy_opponent:
+            raise ValueError("solver proves against a sound opponent; it cannot be combined with policy_opponent")
         if not forced_playouts >= 0:
             raise ValueError(f"forced_playouts={forced_playouts} must be >= 0 (0: off)")
         if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
@@ -594,6 +601,7 @@ cdef class SearchForest:
         self.solver = solver
         self.greedy_opponent = greedy_opponent
         self.model_opponent = model_opponent
+        self.policy_opponent = policy_opponent
         self.forced_playouts = forced_playouts
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
@@ -911,6 +919,8 @@ cdef class SearchForest:
             return self._greedy_edge(tr, x)
         if self.model_opponent and p != tr.nodes[0].state.to_move:
             return self._model_edge(tr, x)
+        if self.policy_opponent and p != tr.nodes[0].state.to_move:
+            return self._policy_edge(tr, x)
         if x == 0:
             n_par = tr.root_N
             w_par = tr.root_W
@@ -987,6 +997,23 @@ cdef class SearchForest:
                 pick = i
                 ties = 1
             elif score == best:
+                ties += 1
+                if _below(&tr.rng, ties) == 0:
+                    pick = i
+        return nd.first_edge + pick
+
+    cdef int _policy_edge(self, Tree* tr, int x) noexcept nogil:
+        """The edge of expanded node x with the largest prior (random among ties)."""
+        cdef Node* nd = &tr.nodes[x]
+        cdef int i, pick = 0, ties = 0
+        cdef float p, best = -INFINITY
+        for i in range(nd.num_edges):
+            p = tr.edges[nd.first_edge + i].P
+            if p > best:
+                best = p
+                pick = i
+                ties = 1
+            elif p == best:
                 ties += 1
                 if _below(&tr.rng, ties) == 0:
                     pick = i

@@ -88,6 +88,7 @@ class SearchPlayer:
         solver: bool = False,
         greedy_opponent: bool = False,
         model_opponent: bool = False,
+        policy_opponent: bool = False,
         reuse: bool = False,
         finish: float = PLAY_FINISH,
         name: str = "mcts",
@@ -108,7 +109,8 @@ class SearchPlayer:
         self.simulations = simulations
         self.history = history
         settings = dict(num_simulations=simulations, solver=solver, greedy_opponent=greedy_opponent,
-                        model_opponent=model_opponent, finish=finish, **({} if c_puct is None else {"c_puct": c_puct}))
+                        model_opponent=model_opponent, policy_opponent=policy_opponent, finish=finish,
+                        **({} if c_puct is None else {"c_puct": c_puct}))
         self.config = SearchConfig(**settings).for_evaluation().replace(reuse_tree=reuse)
         self._search = self.new_batch(1)
         self.evaluator: Evaluator = evaluator  # type: ignore[assignment]
@@ -277,13 +279,14 @@ def _rollout_player(
 def _greedy_opponent(opponent: str) -> bool:
     if opponent not in ("any", "greedy"):
         raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it)"
-                         + (" (model: only a network player, mcts:model=...)" if opponent == "model" else ""))
+                         + (f" ({opponent}: only a network player, mcts:model=...)"
+                            if opponent in ("model", "policy") else ""))
     return opponent == "greedy"
 
 
 #: The ``opponent=`` choices of a network player: a sound opponent, greedy's rule, the network's
-#: opponent head.
-OPPONENTS = ("any", "greedy", "model")
+#: opponent head, the network's own policy.
+OPPONENTS = ("any", "greedy", "model", "policy")
 
 
 def opponent_option(text: str) -> str:

@@ -51,7 +51,7 @@ def search_player_for(
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
     recorded (``evaluator.c_puct``), else the search's default; the network's input history;
-    ``opponent`` (``any``, ``greedy``, ``model``) models the opponent in the tree; ``reuse``
+    ``opponent`` (``any``, ``greedy``, ``model``, ``policy``) models the opponent in the tree; ``reuse``
     keeps the tree from move to move and ``finish`` plays out a won game (``SearchPlayer``).
 
     The network sits behind an evaluation cache: each move's search starts a new tree, and the
@@ -66,8 +66,8 @@ def search_player_for(
     model = opponent == "model"
     return SearchPlayer(
         rules, seed, evaluator if model else EvaluationCache(evaluator), simulations=sims, c_puct=c,
-        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model, reuse=reuse,
-        finish=finish, name=name,
+        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model,
+        policy_opponent=opponent == "policy", reuse=reuse, finish=finish, name=name,
     )
 
 
@@ -86,13 +86,13 @@ def network_player(
 ) -> SearchPlayer:
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the search's default. ``backend``: how the network runs
-    (``learner.backends``). ``opponent``: ``any``, ``greedy`` or ``model`` (the network's
-    opponent head; refused for a network without one). ``reuse``: keep the searched subtree
-    from move to move, each move's ``sims`` on top of it. ``finish``: the share from which it plays
-    out a won race (``SearchConfig.finish``)."""
+    (``learner.backends``). ``opponent``: ``any``, ``greedy``, ``model`` (the network's
+    opponent head; refused for a network without one) or ``policy`` (the network's own policy).
+    ``reuse``: keep the searched subtree from move to move, each move's ``sims`` on top of it.
+    ``finish``: the share from which it plays out a won race (``SearchConfig.finish``)."""
     if not model:
-        if opponent == "model":
-            raise ValueError("opponent=model needs a network with an opponent head (give model=...)")
+        if opponent in ("model", "policy"):
+            raise ValueError(f"opponent={opponent} needs a network (give model=...)")
         return SearchPlayer(rules, seed, UniformEvaluator(rules.players), simulations=sims, c_puct=c,
                             greedy_opponent=opponent == "greedy", reuse=reuse, finish=finish)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for

@@ -366,6 +366,12 @@ def test_the_network_player_plays_legal_moves_with_opponent_model_and_refuses_a_
         make_player(f"mcts:model={tmp_path / 'head.pt'},opponent=perfect", CC49, 1)
     greedy = make_player(f"mcts:model={tmp_path / 'plain.pt'},sims=24,opponent=greedy", CC49, 1)
     assert greedy.config.greedy_opponent and not greedy.config.model_opponent
+    policy = make_player(f"mcts:model={tmp_path / 'plain.pt'},sims=24,opponent=policy", CC49, 1)
+    assert policy.config.policy_opponent and not policy.config.greedy_opponent
+    assert policy.select(state) in state.legal_moves()
+    for spec in ("mcts:sims=24,opponent=policy", "mcts-rollout:sims=24,opponent=policy"):
+        with pytest.raises((PlayerSpecError, ValueError), match="policy"):
+            make_player(spec, CC49, 1)
 
 
 def test_self_play_can_search_against_the_model_and_the_run_config_checks_it():

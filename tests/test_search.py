@@ -652,6 +652,45 @@ def test_greedy_opponent_model_answers_only_with_greedy_moves():
     search.forest.check_invariants(0)
 
 
+class _RisingPriors(UniformEvaluator):
+    """Priors that rise along the engine's move order: each node's last legal move is its
+    single most likely one."""
+
+    def evaluate(self, pieces, to_move, legal, counts):
+        priors, values = super().evaluate(pieces, to_move, legal, counts)
+        priors = priors * np.arange(1, legal.shape[1] + 1, dtype=np.float32)[None, :]
+        return priors / np.maximum(priors.sum(axis=1, keepdims=True), 1e-9), values
+
+
+@pytest.mark.parametrize("rules", [SMALL, preset("star3")], ids=["two players", "three players"])
+def test_policy_opponent_answers_only_with_the_most_likely_move(rules):
+    from ccengine import new_state
+
+    cfg = EVAL.replace(num_simulations=400, policy_opponent=True)
+    search = BatchedSearch(rules, 1, cfg, rng=np.random.default_rng(0))
+    state = new_state(rules)
+    search.set_root(0, state)
+    evaluator = _RisingPriors(rules.players)
+    search.search(evaluator)
+    # Down the most visited line, every node where an opponent moves spent its visits on one
+    # reply, its last (most likely) move; the root mover's own nodes spread theirs.
+    path, opponent_nodes, own_spread = [], 0, 0
+    while (edges := search.forest.node_edges(0, path)) is not None and edges[4] > 1:
+        moves, visits = [tuple(m) for m in edges[0].tolist()], edges[1]
+        if len(path) % rules.players:
+            assert [i for i, n in enumerate(visits) if n] == [len(moves) - 1], path
+            opponent_nodes += 1
+        else:
+            own_spread += int((visits > 0).sum() > 1)
+        path.append(moves[int(np.argmax(visits))])
+    assert opponent_nodes >= rules.players - 1 and own_spread >= 1
+    search.forest.check_invariants(0)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        SearchConfig(policy_opponent=True, greedy_opponent=True)
+    with pytest.raises(ValueError, match="not several"):
+        SearchForest(tables_for(rules), 1, policy_opponent=True, greedy_opponent=True)
+
+
 def test_solver_and_greedy_opponent_do_not_combine():
     with pytest.raises(ValueError, match="cannot be combined"):
         SearchConfig(solver=True, greedy_opponent=True)
