@@ -985,35 +985,29 @@ cdef class SearchForest:
     cdef int _model_edge(self, Tree* tr, int x) noexcept nogil:
         """The edge of node x (not the root) whose move the opponent model, asked at x's parent,
         rates highest (random among ties); a lone pass is its only edge."""
+        return self._largest_edge(tr, x, &tr.opp[<size_t>tr.nodes[x].parent * tr.opp_width])
+
+    cdef int _policy_edge(self, Tree* tr, int x) noexcept nogil:
+        """The edge of expanded node x with the largest prior (random among ties)."""
+        return self._largest_edge(tr, x, NULL)
+
+    cdef int _largest_edge(self, Tree* tr, int x, const float* row) noexcept nogil:
+        """The edge of node x with the largest score, random among ties: ``row[action]`` (the
+        pass: -inf) when a row of logits is given, else the edge's prior."""
         cdef Node* nd = &tr.nodes[x]
-        cdef const float* row = &tr.opp[<size_t>nd.parent * tr.opp_width]
         cdef int i, a, pick = 0, ties = 0
         cdef float score, best = -INFINITY
         for i in range(nd.num_edges):
-            a = tr.edges[nd.first_edge + i].action
-            score = row[a] if a >= 0 else -INFINITY
+            if row == NULL:
+                score = tr.edges[nd.first_edge + i].P
+            else:
+                a = tr.edges[nd.first_edge + i].action
+                score = row[a] if a >= 0 else -INFINITY
             if score > best:
                 best = score
                 pick = i
                 ties = 1
             elif score == best:
-                ties += 1
-                if _below(&tr.rng, ties) == 0:
-                    pick = i
-        return nd.first_edge + pick
-
-    cdef int _policy_edge(self, Tree* tr, int x) noexcept nogil:
-        """The edge of expanded node x with the largest prior (random among ties)."""
-        cdef Node* nd = &tr.nodes[x]
-        cdef int i, pick = 0, ties = 0
-        cdef float p, best = -INFINITY
-        for i in range(nd.num_edges):
-            p = tr.edges[nd.first_edge + i].P
-            if p > best:
-                best = p
-                pick = i
-                ties = 1
-            elif p == best:
                 ties += 1
                 if _below(&tr.rng, ties) == 0:
                     pick = i
