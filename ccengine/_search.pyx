@@ -98,6 +98,11 @@ cdef enum:
     # first-play value modes
     FPU_PARENT = 0
     FPU_VALUE = 1
+    # how the nodes of the players other than the root mover choose (opponent modelling)
+    OPP_SOUND = 0      # PUCT, as the root mover's own nodes
+    OPP_GREEDY = 1
+    OPP_MODEL = 2
+    OPP_POLICY = 3
 
 
 cdef struct Edge:
@@ -512,6 +517,7 @@ cdef class SearchForest:
     cdef readonly bint model_opponent
     cdef readonly bint policy_opponent
     cdef readonly double forced_playouts
+    cdef int opponent_mode         # OPP_*: how the others' nodes choose, from the three flags above
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
     cdef int32_t* queue            # compaction scratch (grown on demand)
@@ -602,6 +608,8 @@ cdef class SearchForest:
         self.greedy_opponent = greedy_opponent
         self.model_opponent = model_opponent
         self.policy_opponent = policy_opponent
+        self.opponent_mode = (OPP_GREEDY if greedy_opponent else OPP_MODEL if model_opponent
+                              else OPP_POLICY if policy_opponent else OPP_SOUND)
         self.forced_playouts = forced_playouts
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
@@ -915,11 +923,11 @@ cdef class SearchForest:
         cdef int proof
         cdef Edge* pe
         cdef Edge* ed
-        if self.greedy_opponent and p != tr.nodes[0].state.to_move:
-            return self._greedy_edge(tr, x)
-        if self.model_opponent and p != tr.nodes[0].state.to_move:
-            return self._model_edge(tr, x)
-        if self.policy_opponent and p != tr.nodes[0].state.to_move:
+        if self.opponent_mode != OPP_SOUND and p != tr.nodes[0].state.to_move:
+            if self.opponent_mode == OPP_GREEDY:
+                return self._greedy_edge(tr, x)
+            if self.opponent_mode == OPP_MODEL:
+                return self._model_edge(tr, x)
             return self._policy_edge(tr, x)
         if x == 0:
             n_par = tr.root_N
