@@ -236,10 +236,13 @@ class NetConfig:
 #: - ``fast``: our CPU self-play default: padded stem (keeps every cell a feature column, so 4x4
 #:   boards stay 4x4), 4 bottlenecks 32/16/32, policy head 8 filters; about 3.5x fewer
 #:   multiply-adds than ``paper`` on 7x7.
+#: - ``deep``: ``fast`` with 8 blocks: its 3x3 convolutions see 19 cells across, the star's whole
+#:   17 x 17 planes, where ``fast``'s see 11; twice ``fast``'s trunk.
 #: - ``tiny``: smoke tests and the one-process integration run: 1 block, width 16.
 SIZES: dict[str, dict[str, Any]] = {
     "paper": {},
     "fast": dict(channels=32, bottleneck=16, blocks=4, stem_padding=1, policy_filters=8),
+    "deep": dict(channels=32, bottleneck=16, blocks=8, stem_padding=1, policy_filters=8),
     "tiny": dict(channels=16, bottleneck=8, blocks=1, stem_padding=1, policy_filters=4, value_hidden=16),
 }
 
@@ -251,7 +254,8 @@ class NetworkConfig:
 
     size: str = checked("fast", choices=tuple(SIZES))
     """``paper`` (the seed's 9 bottleneck blocks, 247,386 parameters on 49 cells), ``fast``
-    (4 narrower blocks, padded stem: our default) or ``tiny`` (tests)."""
+    (4 narrower blocks, padded stem: our default), ``deep`` (``fast`` with 8 blocks) or ``tiny``
+    (tests)."""
     encoding: str = checked("general", choices=tuple(ENCODINGS))
     """``paper`` (the seed's 7 planes) or ``general`` (side-to-move view, piece-ID planes)."""
     history: int = checked(3, ge=1, le=MAX_HISTORY)

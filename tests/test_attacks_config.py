@@ -127,7 +127,7 @@ def test_every_field_declares_a_check_and_refuses_bad_values(path, field, tp):
         ("run.minutes=-5", "run.minutes: must be a number >= 0, got -5"),
         ("stage1.keep_fraction=5", "stage1.keep_fraction: must be a number in (0, 1], got 5"),
         ("replay.samples_per_insert=-1", "replay.samples_per_insert: must be a number > 0, got -1"),
-        ("network.size=huge", "network.size: must be one of 'paper', 'fast', 'tiny', got 'huge'"),
+        ("network.size=huge", "network.size: must be one of 'paper', 'fast', 'deep', 'tiny', got 'huge'"),
         ("run.progress_every_s=0", "run.progress_every_s: must be a number >= 1, got 0"),
         ("rules.max_plies=0", "rules.max_plies: must be an integer >= 1, got 0"),
         ("evaluation.gate.min_games=60", "evaluation.gate.min_games: must be at most games (20), got 60"),
