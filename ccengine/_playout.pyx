@@ -34,25 +34,44 @@ __all__ = ["RolloutEvaluator", "greedy_pick"]
 
 
 
+cdef inline int _greedy_rank(const Tables* t, int p, int s, int e) noexcept nogil:
+    """Greedy's order of moves: largest forward distance, then the least advanced start cell
+    (an advance is 0..16 rows, so it never outweighs one row of distance)."""
+    return 64 * forward_distance(t, p, s, e) - t.advance[p][s]
+
+
 cdef int _greedy_pick(const Tables* t, const CState* s, const int16_t* moves, int cnt, uint64_t* rng) noexcept nogil:
     """Deterministic greedy (RULES.md): largest forward distance; among ties, the least advanced
     start cell (along the mover's own progress axis); uniform among what is left."""
-    cdef int p = s.to_move, i, psi, key, best_psi = -1000000, best_key = -1000000, ties = 0, pick = 0
+    cdef int p = s.to_move, i, rank, best = -1000000, ties = 0, pick = 0
     if cnt == 1 or moves[0] < 0:
         return 0
     for i in range(cnt):
-        psi = forward_distance(t, p, moves[2 * i], moves[2 * i + 1])
-        key = -t.advance[p][moves[2 * i]]
-        if psi > best_psi or (psi == best_psi and key > best_key):
-            best_psi = psi
-            best_key = key
+        rank = _greedy_rank(t, p, moves[2 * i], moves[2 * i + 1])
+        if rank > best:
+            best = rank
             pick = i
             ties = 1
-        elif psi == best_psi and key == best_key:
+        elif rank == best:
             ties += 1
             if _below(rng, ties) == 0:
                 pick = i
     return pick
+
+
+cdef int _greedy_match(const Tables* t, const CState* s, const int16_t* moves, int cnt, int start, int end) noexcept nogil:
+    """Whether the move (start, end), played in s, is one greedy could have chosen: 1 if it is,
+    0 if not, -1 when s left no choice (one legal move or the pass)."""
+    cdef int p = s.to_move, i, rank, best = -1000000
+    if cnt <= 1 or moves[0] < 0:
+        return -1
+    if start < 0:
+        return 0
+    for i in range(cnt):
+        rank = _greedy_rank(t, p, moves[2 * i], moves[2 * i + 1])
+        if rank > best:
+            best = rank
+    return 1 if _greedy_rank(t, p, start, end) == best else 0
 
 
 def greedy_pick(State state not None, uint64_t seed):

@@ -51,7 +51,7 @@ from ccengine._core cimport (
     generate_moves,
     star_repetition_draw,
 )
-from ccengine._playout cimport _greedy_pick
+from ccengine._playout cimport _greedy_match, _greedy_pick
 from ccengine._random cimport _below, _mix_seed, _uniform
 from cpython.bytes cimport PyBytes_AS_STRING
 
@@ -103,6 +103,10 @@ cdef enum:
     OPP_GREEDY = 1
     OPP_MODEL = 2
     OPP_POLICY = 3
+    OPP_OBSERVED = 4   # greedy's rule for the players whose last AUTO_STREAK moves were greedy's
+    # opponent=auto: how many of a player's moves in a row must be greedy's before the tree
+    # plays greedy's rule for it (moves with no choice do not count either way)
+    AUTO_STREAK = 4
 
 
 cdef struct Edge:
@@ -160,6 +164,9 @@ cdef struct Tree:
     float* wv
     int32_t nplayers
     double root_Wv[MAX_PLAYERS]
+    # auto_opponent: how many moves in a row each player has made that greedy could have made,
+    # up to the root (its last move without a choice left it unchanged)
+    int32_t greedy_streak[MAX_PLAYERS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,6 +487,10 @@ cdef class SearchForest:
     - ``policy_opponent``: opponent modelling by the searching network's own policy: at the nodes
       where a player other than the root mover moves, the descent plays that node's move of
       largest prior (ties at random), so every simulation deepens the root mover's own choices.
+    - ``auto_opponent``: opponent modelling by observation: at the nodes of a player other than
+      the root mover whose last four moves in the game were each one greedy could have chosen,
+      the descent plays greedy's move; every other node is searched as with a sound opponent.
+      The game's moves come from the root ``State``'s own history and from :meth:`advance`.
     - ``forced_playouts``: k of KataGo's forced playouts (Wu 2019, "Forced Playouts"), root only: a
       root child that has been visited but has fewer than ``sqrt(k * P * N_children)`` visits
       (P its prior, noise included; ``N_children`` the root children's visits) is selected
@@ -516,6 +527,7 @@ cdef class SearchForest:
     cdef readonly bint greedy_opponent
     cdef readonly bint model_opponent
     cdef readonly bint policy_opponent
+    cdef readonly bint auto_opponent
     cdef readonly double forced_playouts
     cdef int opponent_mode         # OPP_*: how the others' nodes choose, from the three flags above
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
@@ -557,6 +569,7 @@ cdef class SearchForest:
         bint greedy_opponent=False,
         bint model_opponent=False,
         bint policy_opponent=False,
+        bint auto_opponent=False,
         double forced_playouts=0.0,
     ):
         cdef int g
@@ -579,10 +592,13 @@ cdef class SearchForest:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with greedy_opponent")
         if solver and model_opponent:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with model_opponent")
-        if greedy_opponent + model_opponent + policy_opponent > 1:
-            raise ValueError("the opponent is modelled by one of greedy, a model or the policy, not several")
+        if greedy_opponent + model_opponent + policy_opponent + auto_opponent > 1:
+            raise ValueError("the opponent is modelled by one of greedy, a model, the policy or "
+                             "observation, not several")
         if solver and policy_opponent:
             raise ValueError("solver proves against a sound opponent; it cannot be combined with policy_opponent")
+        if solver and auto_opponent:
+            raise ValueError("solver proves against a sound opponent; it cannot be combined with auto_opponent")
         if not forced_playouts >= 0:
             raise ValueError(f"forced_playouts={forced_playouts} must be >= 0 (0: off)")
         if c_puct < 0 or virtual_loss < 0 or dirichlet_alpha <= 0 or not 0 <= dirichlet_weight <= 1:
@@ -608,8 +624,10 @@ cdef class SearchForest:
         self.greedy_opponent = greedy_opponent
         self.model_opponent = model_opponent
         self.policy_opponent = policy_opponent
+        self.auto_opponent = auto_opponent
         self.opponent_mode = (OPP_GREEDY if greedy_opponent else OPP_MODEL if model_opponent
-                              else OPP_POLICY if policy_opponent else OPP_SOUND)
+                              else OPP_POLICY if policy_opponent else OPP_OBSERVED if auto_opponent
+                              else OPP_SOUND)
         self.forced_playouts = forced_playouts
         node_capacity = max(node_capacity, 4)
         edge_capacity = max(edge_capacity, 2 * self.max_moves)
@@ -700,6 +718,8 @@ cdef class SearchForest:
                 if _push_seen(tr, (<const CState*>PyBytes_AS_STRING(packed)).hash) != 0:
                     raise MemoryError()
         tr.rng = _mix_seed(seed, 0x5EED)
+        if self.opponent_mode == OPP_OBSERVED:
+            self._observe_game(tr, state)
         _tree_set_root(tr, &state.s, pieces)
 
     def advance(self, int g, int s, int e, *, bint reuse=True):
@@ -739,6 +759,8 @@ cdef class SearchForest:
             child = tr.edges[found].child
         if self.t.repetition and _push_seen(tr, root.state.hash) != 0:
             raise MemoryError()
+        if self.opponent_mode == OPP_OBSERVED:
+            self._observe(tr, &root.state, s, e)
         if reuse and child > 0 and tr.nodes[child].status != ST_TERMINAL:
             if self._compact(tr, child) != 0:
                 raise MemoryError()
@@ -864,6 +886,43 @@ cdef class SearchForest:
         tr.active = 1
         return 0
 
+    cdef void _observe(self, Tree* tr, const CState* before, int s, int e) noexcept nogil:
+        """Count the move (s, e) played in ``before`` in its mover's greedy streak."""
+        cdef int count = generate_moves(self.t, before, self.movebuf)
+        cdef int match = _greedy_match(self.t, before, self.movebuf, count, s, e)
+        if match > 0:
+            tr.greedy_streak[before.to_move] += 1
+        elif match == 0:
+            tr.greedy_streak[before.to_move] = 0
+
+    cdef void _observe_game(self, Tree* tr, State state):
+        """The greedy streaks of every player over the game that led to ``state`` (its history
+        of positions, each move read off the mover's pieces that changed)."""
+        cdef const CState* before
+        cdef const CState* after
+        cdef int i, cell, s, e, n = len(state._history)
+        memset(tr.greedy_streak, 0, sizeof(tr.greedy_streak))
+        for i in range(n):
+            before = <const CState*>PyBytes_AS_STRING(state._history[i])
+            after = &state.s if i + 1 == n else <const CState*>PyBytes_AS_STRING(state._history[i + 1])
+            s = e = -1
+            for cell in range(self.cells):
+                if cell_owner(before, cell) == before.to_move and cell_owner(after, cell) != before.to_move:
+                    s = cell
+                elif cell_owner(after, cell) == before.to_move and cell_owner(before, cell) != before.to_move:
+                    e = cell
+            self._observe(tr, before, s, e)
+
+    def greedy_seats(self, int g):
+        """With ``auto_opponent``: the players game ``g``'s tree models by greedy's rule (at their
+        own nodes below the root), as a sorted list; empty otherwise."""
+        cdef Tree* tr = self._tree(g)
+        cdef int p
+        if self.opponent_mode != OPP_OBSERVED:
+            return []
+        return [p for p in range(self.players)
+                if p != tr.nodes[0].state.to_move and tr.greedy_streak[p] >= AUTO_STREAK]
+
     def start(self, int g, int num_simulations, *, bint noise=False):
         """Schedule ``num_simulations`` new simulations for game ``g`` (on top of a kept subtree).
 
@@ -924,7 +983,10 @@ cdef class SearchForest:
         cdef Edge* pe
         cdef Edge* ed
         if self.opponent_mode != OPP_SOUND and p != tr.nodes[0].state.to_move:
-            if self.opponent_mode == OPP_GREEDY:
+            if self.opponent_mode == OPP_OBSERVED:
+                if tr.greedy_streak[p] >= AUTO_STREAK:
+                    return self._greedy_edge(tr, x)
+            elif self.opponent_mode == OPP_GREEDY:
                 return self._greedy_edge(tr, x)
             if self.opponent_mode == OPP_MODEL:
                 return self._model_edge(tr, x)

@@ -128,6 +128,11 @@ class SearchConfig:
     other player plays its move of largest prior, so the simulations go to the root mover's own
     moves instead of spreading over every player's replies. With three or four players it is
     stronger at 64 simulations and not at 800 (docs/STRENGTH.md, "`star4`"). Paper: no."""
+    auto_opponent: bool = checked(False)
+    """Opponent modelling by observation (SPEC ``opponent=auto``): in the tree, each other player
+    whose last four moves in the game were moves greedy could have chosen plays greedy's rule;
+    the rest are searched as sound opponents. A best response to the `greedy` players at the
+    table that still plays people and networks as ``any`` does. Paper: no."""
     finish: float = checked(0.0, ge=0, le=1)
     """Finishing a won game: when the root mover's expected share is at least ``finish`` (0:
     off, as in self-play; a ``SearchPlayer`` plays with ``PLAY_FINISH``) and at most
@@ -156,6 +161,10 @@ class SearchConfig:
             raise FieldError("model_opponent", "cannot be combined with greedy_opponent")
         if self.policy_opponent and (self.solver or self.greedy_opponent or self.model_opponent):
             raise FieldError("policy_opponent", "cannot be combined with solver, greedy_opponent or model_opponent")
+        if self.auto_opponent and (self.solver or self.greedy_opponent or self.model_opponent
+                                   or self.policy_opponent):
+            raise FieldError("auto_opponent", "cannot be combined with solver, greedy_opponent, model_opponent "
+                             "or policy_opponent")
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with some fields changed; unknown names are an error."""
@@ -427,6 +436,7 @@ class BatchedSearch:
             greedy_opponent=c.greedy_opponent,
             model_opponent=c.model_opponent,
             policy_opponent=c.policy_opponent,
+            auto_opponent=c.auto_opponent,
             forced_playouts=c.forced_playouts,
         )
         rows = num_games * c.leaves_per_game

@@ -86,16 +86,15 @@ class SearchPlayer:
         c_puct: float | None = None,
         history: int = 1,
         solver: bool = False,
-        greedy_opponent: bool = False,
-        model_opponent: bool = False,
-        policy_opponent: bool = False,
+        opponent: str = "any",
         reuse: bool = False,
         finish: float = PLAY_FINISH,
         name: str = "mcts",
     ) -> None:
         """``evaluator``: an evaluator, or a factory ``seed -> evaluator`` for random ones
-        (rollouts), rebuilt from the player's seed at every ``reset(seed)``. ``model_opponent``
-        needs an evaluator with an opponent model (``SearchConfig.model_opponent``). ``reuse``:
+        (rollouts), rebuilt from the player's seed at every ``reset(seed)``. ``opponent``: how the
+        tree models the other players (:data:`OPPONENTS`); ``model`` needs an evaluator with an
+        opponent model (``SearchConfig.model_opponent``). ``reuse``:
         keep the searched subtree of the moves played since this player's last search (the
         SPEC option ``reuse=1``), so each move's ``simulations`` add to what it already knew.
         ``finish``: the share from which it plays out a won race (``SearchConfig.finish``, the
@@ -108,8 +107,9 @@ class SearchPlayer:
         self._factory = None if hasattr(evaluator, "evaluate") else evaluator
         self.simulations = simulations
         self.history = history
-        settings = dict(num_simulations=simulations, solver=solver, greedy_opponent=greedy_opponent,
-                        model_opponent=model_opponent, policy_opponent=policy_opponent, finish=finish,
+        modelled = OPPONENTS[opponent_option(opponent)]
+        settings = dict(num_simulations=simulations, solver=solver, finish=finish,
+                        **({} if modelled is None else {modelled: True}),
                         **({} if c_puct is None else {"c_puct": c_puct}))
         self.config = SearchConfig(**settings).for_evaluation().replace(reuse_tree=reuse)
         self._search = self.new_batch(1)
@@ -272,21 +272,29 @@ def _rollout_player(
     RolloutEvaluator(tables, **options)  # a bad option fails now, with the evaluator's message
     return SearchPlayer(
         rules, seed, lambda s: RolloutEvaluator(tables, seed=s, **options), simulations=sims, c_puct=c,
-        solver=solver, greedy_opponent=_greedy_opponent(opponent), reuse=reuse, finish=finish,
+        solver=solver, opponent=_rollout_opponent(opponent), reuse=reuse, finish=finish,
     )
 
 
-def _greedy_opponent(opponent: str) -> bool:
-    if opponent not in ("any", "greedy"):
-        raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it)"
+def _rollout_opponent(opponent: str) -> str:
+    if opponent not in ("any", "greedy", "auto"):
+        raise ValueError(f"opponent={opponent!r}; valid: any (a sound opponent), greedy (model it), "
+                         f"auto (model the players seen playing greedy)"
                          + (f" ({opponent}: only a network player, mcts:model=...)"
                             if opponent in ("model", "policy") else ""))
-    return opponent == "greedy"
+    return opponent
 
 
-#: The ``opponent=`` choices of a network player: a sound opponent, greedy's rule, the network's
-#: opponent head, the network's own policy.
-OPPONENTS = ("any", "greedy", "model", "policy")
+#: The ``opponent=`` choices of a search player, each with the ``SearchConfig`` flag it sets: a
+#: sound opponent (none), greedy's rule, the network's opponent head, the network's own policy,
+#: greedy's rule for the players whose recent moves were greedy's.
+OPPONENTS: dict[str, str | None] = {
+    "any": None,
+    "greedy": "greedy_opponent",
+    "model": "model_opponent",
+    "policy": "policy_opponent",
+    "auto": "auto_opponent",
+}
 
 
 def opponent_option(text: str) -> str:

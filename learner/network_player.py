@@ -1,8 +1,10 @@
 """The network player, ``mcts:model=PATH,sims=S``: the batched search guided by a network.
 
 ``opponent`` models the opponent in the tree: ``any`` (the default: a sound opponent, PUCT at
-every node), ``greedy`` (the opponent's nodes play greedy's move) or ``model`` (they play the
-reply the network's opponent head rates most likely; a network without the head is refused).
+every node), ``greedy`` (the opponent's nodes play greedy's move), ``model`` (they play the
+reply the network's opponent head rates most likely; a network without the head is refused),
+``policy`` (the network's own most likely move) or ``auto`` (greedy's move for the players whose
+last four moves were greedy's, PUCT for the rest).
 
 ``model`` is a network file, a learner checkpoint, a run directory (its current best model) or
 ``shipped`` (the model packaged for the game's preset); without ``model``, a uniform prior and
@@ -51,7 +53,7 @@ def search_player_for(
 ) -> SearchPlayer:
     """The search player over a network evaluator: ``c`` given, else the one the network's file
     recorded (``evaluator.c_puct``), else the search's default; the network's input history;
-    ``opponent`` (``any``, ``greedy``, ``model``, ``policy``) models the opponent in the tree; ``reuse``
+    ``opponent`` (``any``, ``greedy``, ``model``, ``policy``, ``auto``) models the opponent in the tree; ``reuse``
     keeps the tree from move to move and ``finish`` plays out a won game (``SearchPlayer``).
 
     The network sits behind an evaluation cache: each move's search starts a new tree, and the
@@ -66,8 +68,7 @@ def search_player_for(
     model = opponent == "model"
     return SearchPlayer(
         rules, seed, evaluator if model else EvaluationCache(evaluator), simulations=sims, c_puct=c,
-        history=evaluator.encoding.history, greedy_opponent=opponent == "greedy", model_opponent=model,
-        policy_opponent=opponent == "policy", reuse=reuse, finish=finish, name=name,
+        history=evaluator.encoding.history, opponent=opponent, reuse=reuse, finish=finish, name=name,
     )
 
 
@@ -87,14 +88,15 @@ def network_player(
     """The ``mcts`` SPEC. ``c``: the exploration constant; by default the one the model was
     trained with (its file says), else the search's default. ``backend``: how the network runs
     (``learner.backends``). ``opponent``: ``any``, ``greedy``, ``model`` (the network's
-    opponent head; refused for a network without one) or ``policy`` (the network's own policy).
+    opponent head; refused for a network without one), ``policy`` (the network's own policy) or
+    ``auto`` (greedy's rule for the players seen playing it).
     ``reuse``: keep the searched subtree from move to move, each move's ``sims`` on top of it.
     ``finish``: the share from which it plays out a won race (``SearchConfig.finish``)."""
     if not model:
         if opponent in ("model", "policy"):
             raise ValueError(f"opponent={opponent} needs a network (give model=...)")
         return SearchPlayer(rules, seed, UniformEvaluator(rules.players), simulations=sims, c_puct=c,
-                            greedy_opponent=opponent == "greedy", reuse=reuse, finish=finish)
+                            opponent=opponent, reuse=reuse, finish=finish)
     from .network_evaluator import load_network_evaluator  # torch only when a model is asked for
 
     evaluator = load_network_evaluator(rules, resolve_model_source(rules, model), device=device, backend=backend)

@@ -369,6 +369,9 @@ def test_the_network_player_plays_legal_moves_with_opponent_model_and_refuses_a_
     policy = make_player(f"mcts:model={tmp_path / 'plain.pt'},sims=24,opponent=policy", CC49, 1)
     assert policy.config.policy_opponent and not policy.config.greedy_opponent
     assert policy.select(state) in state.legal_moves()
+    auto = make_player(f"mcts:model={tmp_path / 'plain.pt'},sims=24,opponent=auto", CC49, 1)
+    assert auto.config.auto_opponent and not auto.config.greedy_opponent
+    assert auto.select(state) in state.legal_moves()
     for spec in ("mcts:sims=24,opponent=policy", "mcts-rollout:sims=24,opponent=policy"):
         with pytest.raises((PlayerSpecError, ValueError), match="policy"):
             make_player(spec, CC49, 1)

@@ -691,6 +691,85 @@ def test_policy_opponent_answers_only_with_the_most_likely_move(rules):
         SearchForest(tables_for(rules), 1, policy_opponent=True, greedy_opponent=True)
 
 
+def _star4_game_with_two_greedy_seats(plies: int):
+    """A star4 game whose seats 1 and 2 play greedy's move and seats 0 and 3 the first legal move
+    that is not one greedy could choose (so their streak never grows)."""
+    from ccengine import new_state
+    from ccengine._playout import greedy_pick
+    from ccengine.players import greedy_candidates
+
+    rules = preset("star4")
+    state, moves = new_state(rules), []
+    for ply in range(plies):
+        if state.to_move in (1, 2):
+            move = greedy_pick(state, ply)
+        else:
+            legal = state.legal_moves()
+            greedy = set(greedy_candidates(rules, state.to_move, legal))
+            move = next(m for m in legal if m not in greedy)
+        moves.append(move)
+        state.play(move)
+    return rules, state, moves
+
+
+def test_auto_opponent_models_only_the_players_seen_playing_greedy():
+    from ccengine.players import greedy_candidates
+
+    rules, state, _ = _star4_game_with_two_greedy_seats(4 * 5)
+    cfg = EVAL.replace(num_simulations=400, auto_opponent=True)
+    search = BatchedSearch(rules, 1, cfg, rng=np.random.default_rng(0))
+    search.set_root(0, state)
+    assert search.forest.greedy_seats(0) == [1, 2]
+    search.search(UniformEvaluator(rules.players))
+    # Down the most visited line, seats 1 and 2 answer only with greedy's moves; seat 3 (never
+    # greedy) is searched as a sound opponent and spreads its visits.
+    path, ref, greedy_nodes, spread = [], state.copy(), 0, 0
+    while (edges := search.forest.node_edges(0, path)) is not None and edges[4] > 1:
+        moves, visits = [tuple(m) for m in edges[0].tolist()], edges[1]
+        visited = {m for m, n in zip(moves, visits) if n}
+        if ref.to_move in (1, 2):
+            assert visited <= set(greedy_candidates(rules, ref.to_move, ref.legal_moves())), path
+            greedy_nodes += 1
+        elif ref.to_move == 3:
+            spread += int(len(visited) > 1)
+        move = moves[int(np.argmax(visits))]
+        path.append(move)
+        ref.play(move)
+    assert greedy_nodes >= 2 and spread >= 1
+    search.forest.check_invariants(0)
+
+
+def test_auto_opponent_streaks_follow_the_game_by_advance_as_by_set_root():
+    # Seats 1 and 2 are modelled from their fourth greedy move on, whether the tree learns the
+    # game from the root state's history or move by move.
+    rules, _, moves = _star4_game_with_two_greedy_seats(4 * 6)
+    from ccengine import new_state
+
+    cfg = EVAL.replace(num_simulations=8, auto_opponent=True)
+    followed = BatchedSearch(rules, 1, cfg.replace(reuse_tree=True), rng=np.random.default_rng(0))
+    state = new_state(rules)
+    followed.set_root(0, state)
+    for ply, move in enumerate(moves, 1):
+        followed.search(UniformEvaluator(rules.players))
+        followed.play(0, move)
+        state.play(move)
+        fresh = BatchedSearch(rules, 1, cfg, rng=np.random.default_rng(0))
+        fresh.set_root(0, state)
+        expected = [p for p in (1, 2) if p != state.to_move and len(range(p, ply, 4)) >= 4]
+        assert followed.forest.greedy_seats(0) == fresh.forest.greedy_seats(0) == expected, ply
+    plain = BatchedSearch(rules, 1, EVAL, rng=np.random.default_rng(0))
+    plain.set_root(0, state)
+    assert plain.forest.greedy_seats(0) == []
+
+
+@pytest.mark.parametrize("other", ["solver", "greedy_opponent", "policy_opponent"])
+def test_auto_opponent_combines_with_no_other_opponent_model(other):
+    with pytest.raises(ValueError, match="cannot be combined"):
+        SearchConfig(auto_opponent=True, **{other: True})
+    with pytest.raises(ValueError, match="cannot be combined|not several"):
+        SearchForest(tables_for(SMALL), 1, auto_opponent=True, **{other: True})
+
+
 def test_solver_and_greedy_opponent_do_not_combine():
     with pytest.raises(ValueError, match="cannot be combined"):
         SearchConfig(solver=True, greedy_opponent=True)

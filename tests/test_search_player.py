@@ -27,7 +27,8 @@ def random_game(rules, seed, plies):
 
 
 @pytest.mark.parametrize("spec", ["mcts:sims=32", "mcts-rollout:sims=64", "mcts-rollout:sims=64,rollout=random",
-                                  "mcts-rollout:sims=64,solver=1", "mcts-rollout:sims=64,opponent=greedy"])
+                                  "mcts-rollout:sims=64,solver=1", "mcts-rollout:sims=64,opponent=greedy",
+                                  "mcts-rollout:sims=64,opponent=auto"])
 def test_search_players_play_legal_moves_and_explain_them(spec):
     rules = preset("cc49")
     state, _ = random_game(rules, 1, 12)
