@@ -187,7 +187,7 @@ def test_a_play_link_seats_a_person_and_the_default_engines(live):
     seats = data["room"]["seats"]
     assert [s["kind"] for s in seats] == ["person"] + ["engine"] * 5
     assert seats[0]["taken"] and list(data["tokens"]) == ["0"]
-    assert {s["spec"] for s in seats[1:]} == {"mcts:model=shipped,sims=64"}
+    assert {s["spec"] for s in seats[1:]} == {"mcts:model=shipped,sims=64,opponent=auto"}
     assert len(data["id"]) >= 16 and data["creator"] not in json.dumps(data["room"])
 
 

@@ -8,7 +8,10 @@ and every number is checked against the server's :class:`~hopzero.web.limits.Lim
 Kinds: ``model`` (hopzero's network for the preset, searched by MCTS), ``run`` (a run's best
 network), ``alphabeta`` (the classical search; with three or more seats the race plan
 ``opponents=still``, stronger there than the paranoid search, docs/STRENGTH.md), ``rollout``
-(MCTS valued by greedy playouts, no network), ``greedy`` and ``random``.
+(MCTS valued by greedy playouts, no network), ``greedy`` and ``random``. With three or more
+seats the searches watch the table (``opponent=auto``): a player whose last four moves were
+greedy's is searched as greedy, so an engine plays the greedy engines beside it as they play and
+everyone else as a sound opponent (docs/STRENGTH.md, "`star4`").
 
 Levels (:func:`levels`): Beginner, Club, Strong and Max, each a number of simulations (the
 searches) or a depth (alpha-beta); Max is chosen so that star6, the slowest board, gets its
@@ -107,10 +110,11 @@ class Engine:
 
 
 def _spec(kind: str, number: int | None, run: int | None, players: int) -> str:
+    watch = ",opponent=auto" if players > 2 else ""
     if kind in ("model", "run"):
-        return f"mcts:model={'shipped' if kind == 'model' else f'run:{run}'},sims={number}"
+        return f"mcts:model={'shipped' if kind == 'model' else f'run:{run}'},sims={number}{watch}"
     if kind == "rollout":
-        return f"mcts-rollout:sims={number}"
+        return f"mcts-rollout:sims={number}{watch}"
     if kind == "alphabeta":
         # three or more players race: the race plan (opponents=still) plays them best (docs/BENCHMARKS.md)
         return f"alphabeta:depth={number}" + (",opponents=still" if players > 2 else "")
