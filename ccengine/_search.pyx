@@ -529,7 +529,7 @@ cdef class SearchForest:
     cdef readonly bint policy_opponent
     cdef readonly bint auto_opponent
     cdef readonly double forced_playouts
-    cdef int opponent_mode         # OPP_*: how the others' nodes choose, from the three flags above
+    cdef int opponent_mode         # OPP_*: how the others' nodes choose, from the four flags above
     cdef int16_t* movebuf          # generate_moves scratch: 2 * max_moves
     cdef double* noisebuf          # Dirichlet scratch: max_moves
     cdef int32_t* queue            # compaction scratch (grown on demand)
@@ -983,14 +983,14 @@ cdef class SearchForest:
         cdef Edge* pe
         cdef Edge* ed
         if self.opponent_mode != OPP_SOUND and p != tr.nodes[0].state.to_move:
-            if self.opponent_mode == OPP_OBSERVED:
-                if tr.greedy_streak[p] >= AUTO_STREAK:
-                    return self._greedy_edge(tr, x)
-            elif self.opponent_mode == OPP_GREEDY:
+            if self.opponent_mode == OPP_GREEDY or (self.opponent_mode == OPP_OBSERVED
+                                                    and tr.greedy_streak[p] >= AUTO_STREAK):
                 return self._greedy_edge(tr, x)
             if self.opponent_mode == OPP_MODEL:
                 return self._model_edge(tr, x)
-            return self._policy_edge(tr, x)
+            if self.opponent_mode == OPP_POLICY:
+                return self._policy_edge(tr, x)
+            # OPP_OBSERVED, a player not seen playing greedy: PUCT below, as a sound opponent
         if x == 0:
             n_par = tr.root_N
             w_par = tr.root_W

@@ -720,9 +720,10 @@ def test_auto_opponent_models_only_the_players_seen_playing_greedy():
     search = BatchedSearch(rules, 1, cfg, rng=np.random.default_rng(0))
     search.set_root(0, state)
     assert search.forest.greedy_seats(0) == [1, 2]
-    search.search(UniformEvaluator(rules.players))
+    search.search(_RisingPriors(rules.players))
     # Down the most visited line, seats 1 and 2 answer only with greedy's moves; seat 3 (never
-    # greedy) is searched as a sound opponent and spreads its visits.
+    # greedy) is searched as a sound opponent by PUCT, whose visits spread beyond its single most
+    # likely move (where opponent=policy would spend them all on that one).
     path, ref, greedy_nodes, spread = [], state.copy(), 0, 0
     while (edges := search.forest.node_edges(0, path)) is not None and edges[4] > 1:
         moves, visits = [tuple(m) for m in edges[0].tolist()], edges[1]
