@@ -377,7 +377,8 @@ class SelfPlayWorker:
         return sum(1 for g in self._games if g is not None)
 
     def step(self, *, refill: bool = True) -> list[GameRecord]:
-        """One move in every game in flight; returns the records of the games that ended.
+        """One searched move in every game in flight (after the outside opponent's moves that
+        come first, if any); returns the records of the games that ended.
 
         ``refill=True``: every empty slot starts a new game after the move (a finished game is
         replaced at once). ``refill=False`` leaves them empty, to drain the worker: the games in
@@ -389,19 +390,21 @@ class SelfPlayWorker:
                 "(pass uniform_until_weights=True to play with a uniform evaluator until they come)"
             )
         t0 = time.perf_counter()
-        active = [g for g, game in enumerate(self._games) if game is not None]
         records: list[GameRecord] = []
+        if self._opponent is not None:
+            records = self._play_opponent_moves(refill=refill)
+        active = [g for g, game in enumerate(self._games) if game is not None]
         if active:
-            searched = active if self._opponent is None else [g for g in active if not self._opponent_to_move(g)]
             net_before = self._timed.seconds
             t_search = time.perf_counter()
-            self._fast = self._fast_games(searched)
-            results = self.search.search(self._timed, searched, fast=self._fast,
+            self._fast = self._fast_games(active)
+            results = self.search.search(self._timed, active, fast=self._fast,
                                          fast_simulations=self.fast_simulations)
             self._search_s += time.perf_counter() - t_search - (self._timed.seconds - net_before)
             for g in active:
                 res = results[g]
-                record = self._advance(g, res) if res is not None else self._opponent_move(g)
+                assert res is not None
+                record = self._advance(g, res)
                 if record is not None:
                     records.append(record)
         if refill:
@@ -423,6 +426,23 @@ class SelfPlayWorker:
             if game.cap_rng.random() >= self.full_search_prob:
                 fast.add(g)
         return fast
+
+    def _play_opponent_moves(self, *, refill: bool) -> list[GameRecord]:
+        """Play the outside opponent's moves in every game until the network is to move; the
+        records of the games that ended (``refill``: each one's slot starts a new game at once).
+        All the opponent's seats move before the search, so that each step searches every game
+        in flight: a step that searched only the games where the network is to move would batch
+        a fraction of them (one in four against three opponent seats on four players) at the same
+        fixed cost per simulation round."""
+        records = []
+        for g in range(len(self._games)):
+            while self._games[g] is not None and self._opponent_to_move(g):
+                record = self._opponent_move(g)
+                if record is not None:
+                    records.append(record)
+                if self._games[g] is None and refill:
+                    self._start_game(g)
+        return records
 
     def _opponent_to_move(self, g: int) -> bool:
         """Whether the outside opponent moves next in game ``g`` (the random opening is

@@ -99,6 +99,14 @@ def test_movegen_engines_agree_on_generated_and_given_positions(tmp_path):
     assert data["positions"] == 1 and data["positions_source"] == str(positions)
 
 
+def test_actor_with_an_outside_opponent_counts_its_moves_apart():
+    data = run_json("bench", "actor", *CASES["actor"][0], "--opponent", "greedy")
+    assert data["opponent"] == "greedy" and data["opponent_seats"] == 1
+    assert data["moves_per_s"] > 0 and data["opponent_moves_per_s"] > 0
+    plain = run_json("bench", "actor", *CASES["actor"][0])
+    assert plain["opponent"] == "" and plain["opponent_seats"] == 0 and plain["opponent_moves_per_s"] == 0
+
+
 def test_results_per_batch_size():
     network = run_json("bench", "network", *CASES["network"][0])
     assert [r["batch"] for r in network["results"]] == [1, 4]
@@ -125,6 +133,9 @@ def test_seed_decides_what_is_measured():
         (["bench", "learner", "--config", "slow"], ["--config", "paper1"]),
         (["bench", "selfplay", "--games", "0"], ["--games", "at least 1"]),
         (["bench", "actor", "--size", "huge"], ["--size", "tiny"]),
+        (["bench", "actor", "--preset", "star4", "--opponent", "greedy", "--opponent-seats", "4"],
+         ["--opponent-seats 4", "star4 seats 4 players"]),
+        (["bench", "actor", "--opponent", "nobody"], ["unknown player 'nobody'"]),
         (["bench", "movegen", "--seed", "-1"], ["--seed", "at least 0"]),
         (["bench", "frobnicate"], ["invalid choice", "movegen"]),
         (["bench", "reply", "--preset", "small-4-3"], ["no shipped model", "small-4-3"]),

@@ -275,6 +275,8 @@ def test_outside_opponent_plays_its_seat_and_its_positions_train_nothing():
     stats = w.stats()
     assert stats["opponent_moves"] > 0
     assert sum(stats["opponent_results"]) == stats["games_finished"]
+    # a game the opponent ended is replaced before the search: every step moves in all four slots
+    assert stats["moves"] - stats["opponent_moves"] == 150 * 4
 
 
 def test_outside_opponent_leaves_the_games_seeds_alone():
@@ -290,7 +292,8 @@ def test_outside_opponent_leaves_the_games_seeds_alone():
 
 def test_outside_opponent_at_three_of_four_seats():
     """``opponent_seats=3`` on four players: three distinct seats per game, the first drawn as
-    with one seat; the opponent plays three moves to the network's one."""
+    with one seat; the opponent plays three moves to the network's one, all before the step's
+    search, so that every step searches (or draws the random opening's move in) every game."""
     rules = preset("star4")
     enc = encoding_for(rules, "general", history=HISTORY)
 
@@ -307,6 +310,7 @@ def test_outside_opponent_at_three_of_four_seats():
         three.step()
     stats = three.stats()
     assert 2.5 * stats["searches"] <= stats["opponent_moves"] <= 3.5 * stats["searches"] + 3 * 24
+    assert stats["moves"] - stats["opponent_moves"] == 40 * 24, "the network moved in every game at every step"
     with pytest.raises(ValueError, match="opponent_seats=4 must .* leave the network a seat"):
         four(4)
 
