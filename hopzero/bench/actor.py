@@ -3,11 +3,11 @@ time goes (the search in C, the network, the rest).
 
 One :class:`~actors.selfplay.SelfPlayWorker` (one CPU thread, as an actor runs it) with an
 untrained network of ``--size``: the random-opening steps run first (no search), then ``--steps``
-steps are timed, each one move in every game (``--opponent``: an outside player, e.g. ``greedy``,
-at ``--opponent-seats`` seats of every game, as ``selfplay.opponent`` seats it; its moves come
-before each step's search and are not counted as the network's). Unlike ``hopzero bench selfplay`` (the search and
+steps are timed, each one move in every game. Unlike ``hopzero bench selfplay`` (the search and
 the network alone), this is the actor as deployed: input history, game records, weights by
-version.
+version. ``--opponent`` seats an outside player (e.g. ``greedy``) at ``--opponent-seats`` seats
+of every game, as ``selfplay.opponent`` does; its moves come before each step's search and are
+counted apart from the network's.
 """
 
 from __future__ import annotations
