@@ -18,7 +18,8 @@ from learner.inference import Inference
 from learner.model import NetConfig, PolicyValueNet
 from torch_helpers import one_thread, shares  # noqa: F401 (autouse fixture)
 
-from learner.training import LearnerConfig, Trainer, l2_parameters, load_weights_into, loss_terms, lr_at
+from learner.training import (LearnerConfig, Trainer, cpu_has_bfloat16, l2_parameters, load_weights_into, loss_terms,
+                              lr_at)
 
 TINY = NetConfig.for_rules("cc49", 7, "tiny")
 CUDA = torch.cuda.is_available()
@@ -208,6 +209,25 @@ def test_overfits_one_batch():
     # policy cross entropy -> the targets' own entropy (KL -> 0)
     assert last["policy_ce"] - target_entropy < 0.1 * (first["policy_ce"] - target_entropy)
     assert last["total"] < 0.5 * first["total"]
+
+
+@pytest.mark.parametrize("mode", ["off", "on", "auto"])
+def test_cpu_amp_computes_in_bfloat16_keeps_float32_weights_and_still_learns(mode):
+    t = Trainer(TINY, cpu(LearnerConfig.fast(optimizer="adamw", lr=3e-3, l2=0.0, warmup_steps=0,
+                                             lr_schedule="constant"), cpu_amp=mode), seed=0)
+    expect_bf16 = mode == "on" or (mode == "auto" and cpu_has_bfloat16())
+    assert t.amp is expect_bf16 and not t.scaler.is_enabled()
+    seen: list[torch.dtype] = []
+    conv = next(m for m in t.model.modules() if isinstance(m, nn.Conv2d))
+    hook = conv.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    batch = make_batch(b=16, seed=3)
+    first = t.step(batch)
+    hook.remove()
+    assert seen == [torch.bfloat16 if expect_bf16 else torch.float32]
+    assert all(p.dtype == torch.float32 for p in t.model.parameters())
+    for _ in range(150):
+        last = t.step(batch)
+    assert math.isfinite(last["total"]) and last["total"] < 0.5 * first["total"]
 
 
 def test_paper_settings_make_progress():

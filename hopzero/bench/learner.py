@@ -6,7 +6,8 @@ the shape the replay buffer produces, after a warm-up. The batch size defaults t
 config's. KataGo's network-side techniques can be turned on to see their cost:
 ``--global-pooling N`` (every N-th block a global pooling block), ``--aux-heads`` (the ownership
 and score heads with their targets) and ``--weights`` (per-position loss weights, as policy
-surprise weighting gives them).
+surprise weighting gives them). ``--cpu-amp off,on`` times float32 and bfloat16 autocast on the
+CPU side by side, each batch size in both, and reports the ratio.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class LearnerTiming:
     """One batch size: ``steps`` training steps in ``seconds``."""
 
     batch_size: int
+    cpu_amp: str
+    amp: bool
     samples_per_s: float
     steps_per_s: float
     ms_per_step: float
@@ -105,7 +108,7 @@ def bench_learner(trainer: Any, *, seconds: float = 3.0, warmup: int = 3, seed: 
         steps += 1
         elapsed = time.perf_counter() - t0
     return LearnerTiming(
-        batch_size=batch_size, samples_per_s=round(batch_size * steps / elapsed, 1),
+        batch_size=batch_size, cpu_amp=trainer.config.cpu_amp, amp=trainer.amp, samples_per_s=round(batch_size * steps / elapsed, 1),
         steps_per_s=round(steps / elapsed, 3), ms_per_step=round(1000.0 * elapsed / steps, 3), steps=steps,
         seconds=round(elapsed, 3),
     )
@@ -132,6 +135,19 @@ def add_arguments(p: argparse.ArgumentParser, kit: ArgKit) -> None:
                    help="the network with KataGo's ownership and score heads, trained on synthetic targets")
     p.add_argument("--weights", action="store_true",
                    help="batches with per-position loss weights (policy surprise weighting)")
+    p.add_argument("--cpu-amp", type=_cpu_amp_modes, default=None, metavar="MODE,MODE",
+                   help="learner.cpu_amp settings to time side by side: off, auto, on (default: the config's)")
+
+
+def _cpu_amp_modes(text: str) -> list[str]:
+    from learner.training import CPU_AMP_MODES
+
+    modes = [m.strip() for m in text.split(",")]
+    bad = [m for m in modes if m not in CPU_AMP_MODES]
+    if bad or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct modes from {', '.join(CPU_AMP_MODES)}, comma-separated; got {text!r}")
+    return modes
 
 
 def run(args: argparse.Namespace) -> Report:
@@ -149,19 +165,30 @@ def run(args: argparse.Namespace) -> Report:
     config = learner_config(args.config)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    modes = args.cpu_amp or [config.cpu_amp]
     timings = []
     for batch in args.batch or [config.batch_size]:
-        trainer = Trainer(net, replace(config, batch_size=batch), seed=args.seed, device=args.device)
-        timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed, weights=args.weights))
+        for mode in modes:   # the modes of one batch size back to back, so that they share the machine's state
+            trainer = Trainer(net, replace(config, batch_size=batch, cpu_amp=mode), seed=args.seed, device=args.device)
+            timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed, weights=args.weights))
     data = {
         "preset": rules.name, "net": net.name, "parameters": trainer.model.num_parameters(), "config": config.name,
-        "optimizer": config.optimizer, "device": str(trainer.device), "amp": trainer.amp,
+        "optimizer": config.optimizer, "device": str(trainer.device),
+        "amp": any(t.amp for t in timings), "cpu_amp": modes,
         "threads": torch.get_num_threads(), "results": [asdict(t) for t in timings],
         "global_pooling": args.global_pooling, "aux_heads": args.aux_heads, "weights": args.weights,
     }
     head = (f"{rules.name}/{net.name} network ({data['parameters']:,} parameters), learner config {config.name} "
-            f"[{config.optimizer}] on {data['device']}, amp {trainer.amp}, {data['threads']} thread(s):")
+            f"[{config.optimizer}] on {data['device']}, {data['threads']} thread(s):")
     lines = [head]
-    lines += [f"  batch {t.batch_size:5d}: {t.samples_per_s:10,.0f} samples/s  {t.steps_per_s:8.2f} steps/s"
-              for t in timings]
+    lines += [f"  batch {t.batch_size:5d}, cpu_amp {t.cpu_amp:4s} (amp {t.amp!s:5s}): {t.samples_per_s:10,.0f} samples/s"
+              f"  {t.steps_per_s:8.2f} steps/s" for t in timings]
+    if len(modes) > 1:
+        # Each mode's samples a second over the first mode's, per batch size.
+        first = {t.batch_size: t.samples_per_s for t in timings if t.cpu_amp == modes[0]}
+        data["speedup"] = [{"batch_size": t.batch_size, "cpu_amp": t.cpu_amp,
+                            "ratio": round(t.samples_per_s / first[t.batch_size], 3)}
+                           for t in timings if t.cpu_amp != modes[0]]
+        lines += [f"  batch {r['batch_size']:5d}: cpu_amp {r['cpu_amp']} / {modes[0]} = {r['ratio']:.2f}x"
+                  for r in data["speedup"]]
     return Report(data, "\n".join(lines))
