@@ -546,12 +546,15 @@ class _System:
         budget = cfg.run.minutes * 60.0
         acting = (f"epsilon-greedy DQN against {cfg.dqn.opponent}" if cfg.algo == "dqn"
                   else f"{cfg.search.num_simulations} simulations per move")
+        # The learner actor decides "auto" on its own node's CPU, so the driver can only say what was asked.
+        cpu_precision = {"on": " in bfloat16",
+                         "auto": " (bfloat16 if it has the instructions)"}.get(cfg.learner.cpu_amp, "")
         self.out.write(
             f"hopzero train: {cfg.name} config on {cfg.preset}, run {info['run_id']} in {self.rundir.path}"
             f"{' (resumed)' if info.get('resumed') else ''}\n"
             f"  {self.place.actors} {'DQN' if cfg.algo == 'dqn' else 'self-play'} actor(s) x "
             f"{cfg.selfplay.games_per_actor} games, {acting}; learner on "
-            f"{'GPU' if self.place.learner_gpus else 'CPU'}; replay: {self.link.describe()}; "
+            f"{'GPU' if self.place.learner_gpus else 'CPU' + cpu_precision}; replay: {self.link.describe()}; "
             f"budget {cfg.run.minutes:g} min; Ctrl-C stops cleanly\n"
         )
         self.out.flush()

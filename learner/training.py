@@ -149,9 +149,9 @@ class LearnerConfig:
     """Autocast dtype: ``"float16"`` (with GradScaler) or ``"bfloat16"`` (no scaler needed)."""
     cpu_amp: str = checked("off", choices=CPU_AMP_MODES)
     """bfloat16 autocast on CPU: ``"on"``, ``"off"``, or ``"auto"`` (on where the CPU computes
-    bfloat16 natively, :func:`cpu_has_bfloat16`; emulated it is slower than float32). On an AMD
-    EPYC with AVX512_BF16 the star2 network trains 1.7x the steps a second (docs/BENCHMARKS.md).
-    Paper: no."""
+    bfloat16 natively, :func:`cpu_has_bfloat16`; elsewhere it is emulated, and may be slower than
+    float32). On an AMD EPYC with AVX512_BF16 the star2 network trains 1.6x the steps a second
+    (docs/BENCHMARKS.md). Paper: no."""
     channels_last: bool = checked(True)
     """NHWC memory format on CUDA (faster convolutions under AMP); ignored on CPU."""
     device: str = checked("auto", test=_device, means="'auto', 'cpu', 'cuda' or 'cuda:N'", bad=("gpu", "cuda:x"))

@@ -108,7 +108,8 @@ def bench_learner(trainer: Any, *, seconds: float = 3.0, warmup: int = 3, seed: 
         steps += 1
         elapsed = time.perf_counter() - t0
     return LearnerTiming(
-        batch_size=batch_size, cpu_amp=trainer.config.cpu_amp, amp=trainer.amp, samples_per_s=round(batch_size * steps / elapsed, 1),
+        batch_size=batch_size, cpu_amp=trainer.config.cpu_amp, amp=trainer.amp,
+        samples_per_s=round(batch_size * steps / elapsed, 1),
         steps_per_s=round(steps / elapsed, 3), ms_per_step=round(1000.0 * elapsed / steps, 3), steps=steps,
         seconds=round(elapsed, 3),
     )
@@ -169,7 +170,8 @@ def run(args: argparse.Namespace) -> Report:
     timings = []
     for batch in args.batch or [config.batch_size]:
         for mode in modes:   # the modes of one batch size back to back, so that they share the machine's state
-            trainer = Trainer(net, replace(config, batch_size=batch, cpu_amp=mode), seed=args.seed, device=args.device)
+            trainer = Trainer(net, replace(config, batch_size=batch, cpu_amp=mode), seed=args.seed,
+                              device=args.device)
             timings.append(bench_learner(trainer, seconds=args.seconds, seed=args.seed, weights=args.weights))
     data = {
         "preset": rules.name, "net": net.name, "parameters": trainer.model.num_parameters(), "config": config.name,
@@ -181,8 +183,8 @@ def run(args: argparse.Namespace) -> Report:
     head = (f"{rules.name}/{net.name} network ({data['parameters']:,} parameters), learner config {config.name} "
             f"[{config.optimizer}] on {data['device']}, {data['threads']} thread(s):")
     lines = [head]
-    lines += [f"  batch {t.batch_size:5d}, cpu_amp {t.cpu_amp:4s} (amp {t.amp!s:5s}): {t.samples_per_s:10,.0f} samples/s"
-              f"  {t.steps_per_s:8.2f} steps/s" for t in timings]
+    lines += [f"  batch {t.batch_size:5d}, cpu_amp {t.cpu_amp:4s} (amp {t.amp!s:5s}): "
+              f"{t.samples_per_s:10,.0f} samples/s  {t.steps_per_s:8.2f} steps/s" for t in timings]
     if len(modes) > 1:
         # Each mode's samples a second over the first mode's, per batch size.
         first = {t.batch_size: t.samples_per_s for t in timings if t.cpu_amp == modes[0]}
