@@ -6,6 +6,8 @@ A checkpoint file is ``torch.save`` of a dict of plain Python types and CPU tens
     net_config      NetConfig.to_dict()
     learner_config  LearnerConfig.to_dict()
     model           model state_dict (batch-norm statistics included)
+    average         the weight average (``LearnerConfig.weight_average``), keyed like ``model``;
+                    {} when off. Optional: files written before it are read as {}.
     optimizer       optimizer state_dict (momentum buffers / Adam moments)
     scheduler       {"kind", "steps"}: the schedule is a pure function of the step count
     scaler          GradScaler state_dict ({} without AMP)
@@ -94,6 +96,12 @@ class Checkpoint:
     rng: dict[str, Any]
     versions: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    average_state: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def network_state(self) -> dict[str, torch.Tensor]:
+        """The weights the learner published at this step: the weight average where it kept one."""
+        return self.average_state or self.model_state
 
 
 # ---- random states as plain data ----------------------------------------------------------------
@@ -172,6 +180,7 @@ def checkpoint_state(trainer: Trainer, extra: Mapping[str, Any] | None = None) -
         "learner_config": trainer.config.to_dict(),
         # .contiguous(): channels_last CUDA tensors are saved in the default layout.
         "model": {k: v.detach().to("cpu").contiguous() for k, v in trainer.model.state_dict().items()},
+        "average": {k: v.to("cpu").contiguous() for k, v in (trainer.average or {}).items()},
         "optimizer": _to_cpu(trainer.optimizer.state_dict()),
         "scheduler": {"kind": trainer.config.lr_schedule, "steps": trainer.steps},
         "scaler": dict(trainer.scaler.state_dict()) if trainer.scaler.is_enabled() else {},
@@ -285,6 +294,9 @@ def _validate(path: Path, obj: Any) -> dict[str, Any]:
     check_digest(path, obj, CheckpointError, "checkpoint")
     if not isinstance(obj["steps"], int) or obj["steps"] < 0:
         raise CheckpointError(f"{path}: invalid steps {obj['steps']!r}")
+    average = obj.get("average", {})
+    if not isinstance(average, dict) or not all(isinstance(t, torch.Tensor) for t in average.values()):
+        raise CheckpointError(f"{path}: the weight average is not a dict of tensors")
     return obj
 
 
@@ -308,7 +320,16 @@ def checkpoint_from_data(path: Path, obj: Any) -> Checkpoint:
         path=path, net_config=net_config, learner_config=learner_config, model_state=obj["model"],
         optimizer_state=obj["optimizer"], scheduler_state=obj["scheduler"], scaler_state=obj["scaler"],
         steps=obj["steps"], seed=obj["seed"], rng=obj["rng"], versions=obj["versions"], extra=obj["extra"],
+        average_state=obj.get("average") or {},
     )
+
+
+def _load_average(average: dict[str, torch.Tensor], recorded: Mapping[str, Any]) -> None:
+    if set(recorded) != set(average):
+        differ = sorted(set(recorded) ^ set(average))
+        raise ValueError(f"the weight average's names differ from the model's: {differ[:5]}")
+    for k, t in average.items():
+        t.copy_(recorded[k])
 
 
 def _iter_valid(directory: Path) -> Iterator[Checkpoint]:
@@ -354,6 +375,9 @@ def trainer_from_checkpoint(
     try:
         trainer.model.load_state_dict(ck.model_state, strict=True)
         trainer.optimizer.load_state_dict(ck.optimizer_state)
+        trainer.reset_average()  # a checkpoint from before the average was on starts it here
+        if trainer.average is not None and ck.average_state:
+            _load_average(trainer.average, ck.average_state)
     except (RuntimeError, ValueError, KeyError) as e:
         raise CheckpointError(f"{ck.path}: model or optimiser state does not fit its config: {e}") from e
     # load_state_dict restores the recorded hyperparameters; the config in force wins.

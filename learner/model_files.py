@@ -109,7 +109,7 @@ def read_model_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         network, search = run.get("network") or {}, run.get("search") or {}
         meta = {"encoding": network.get("encoding"), "history": network.get("history"),
                 "c_puct": search.get("c_puct"), "algo": run.get("algo"), "preset": run.get("preset")}
-        state = {"format": NET_FORMAT, "config": ck.net_config.to_dict(), "state_dict": ck.model_state}
+        state = {"format": NET_FORMAT, "config": ck.net_config.to_dict(), "state_dict": ck.network_state}
         return state, {k: v for k, v in meta.items() if v is not None}
     state = check_net_state(where, raw)
     return state, model_meta(state)

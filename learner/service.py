@@ -29,7 +29,7 @@ from plumbing.logs import configure_logging
 from plumbing.metrics import Metrics
 from .model import NetworkConfig
 from .replay import RatioLimiter, ReplayConfig, ReplayLink, WindowMirror
-from .training import LearnerConfig, Trainer, load_weights_into
+from .training import LearnerConfig, Trainer
 
 __all__ = ["LearnerService"]
 
@@ -203,7 +203,7 @@ class LearnerService:
         if best is None:
             return False
         version, weights = best
-        load_weights_into(self.trainer.model, weights)
+        self.trainer.import_weights(weights)
         self.trainer.steps = version  # new candidates stay newer than the best
         self.stage = 2
         log.warning("learner without a checkpoint: going on from the best model v%d", version)

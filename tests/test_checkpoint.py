@@ -24,6 +24,7 @@ from learner.checkpoint import (
     trainer_from_checkpoint,
 )
 from learner.model import NetConfig, PolicyValueNet, save_net
+from learner.model_files import read_model_file
 from torch_helpers import one_thread  # noqa: F401 (autouse fixture)
 
 from learner.training import LearnerConfig, Trainer
@@ -49,6 +50,7 @@ CONFIGS = {
     "fast": LearnerConfig.fast(device="cpu", warmup_steps=2, total_steps=10, grad_clip=1.0),
     "adamw": LearnerConfig.fast(device="cpu", optimizer="adamw", lr=1e-3, l2=0.0, weight_decay=1e-2,
                                 lr_schedule="step", lr_milestones=(5,), warmup_steps=0),
+    "averaged": LearnerConfig.fast(device="cpu", warmup_steps=2, total_steps=10, weight_average=0.9),
 }
 
 
@@ -105,7 +107,7 @@ def test_checkpoint_from_a_source_tree_never_installed(tmp_path: Path, monkeypat
     assert ck.versions["hopzero"] is None and ck.versions["torch"] == str(torch.__version__)
 
 
-@pytest.mark.parametrize("name", ["paper", "fast", "adamw"])
+@pytest.mark.parametrize("name", ["paper", "fast", "adamw", "averaged"])
 def test_resume_equals_uninterrupted(tmp_path, name):
     config = CONFIGS[name]
     straight = Trainer(TINY, config, seed=1)
@@ -121,6 +123,22 @@ def test_resume_equals_uninterrupted(tmp_path, name):
     assert got == expected  # every loss, norm and rate, exactly
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+    a, b = straight.export_weights()[1], resumed.export_weights()[1]  # the weight average too, where kept
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_checkpoint_played_as_a_model_is_its_weight_average(tmp_path):
+    t = trained(CONFIGS["averaged"], 5)
+    ck = load_checkpoint(save_checkpoint(tmp_path, t))
+    assert set(ck.average_state) == set(ck.model_state)
+    assert not torch.equal(ck.average_state["stem.conv.weight"], ck.model_state["stem.conv.weight"])
+    state, _ = read_model_file(ck.path)
+    assert all(torch.equal(state["state_dict"][k], t.average[k]) for k in t.average)
+    # A checkpoint without an average (written with it off) starts one when resumed with it on.
+    plain = save_checkpoint(tmp_path / "plain", trained(CONFIGS["fast"], 3))
+    resumed = trainer_from_checkpoint(plain, config=CONFIGS["averaged"])
+    assert resumed.average is not None
+    assert all(torch.equal(resumed.average[k], v) for k, v in resumed.model.state_dict().items())
 
 
 def test_resume_restores_random_states(tmp_path):
@@ -264,6 +282,17 @@ def test_missing_keys_and_bad_configs_are_named(tmp_path):
     torch.save(raw, path)
     with pytest.raises(CheckpointError, match="invalid config.*lr_decay"):
         load_checkpoint(path)
+
+
+def test_a_bad_weight_average_is_named(tmp_path):
+    from learner.checkpoint import _digest
+
+    path = save_checkpoint(tmp_path, trained(CONFIGS["averaged"], 2))
+    raw = torch.load(path, weights_only=True)
+    for bad, problem in (([1, 2], "not a dict of tensors"), ({"stem.conv.weight": torch.zeros(1)}, "names differ")):
+        torch.save({**raw, "average": bad, "sha256": _digest({**raw, "average": bad})}, path)
+        with pytest.raises(CheckpointError, match=problem):
+            trainer_from_checkpoint(path)
 
 
 def test_checkpoint_error_is_a_value_error():

@@ -396,3 +396,35 @@ def test_python_random_is_not_touched_by_training():
     t.step(make_batch())
     assert random.random() == expected
 
+
+
+def test_weight_average_follows_the_weights_and_is_what_the_trainer_publishes():
+    config = cpu(LearnerConfig.fast(optimizer="adamw", lr=3e-3, l2=0.0, warmup_steps=0, lr_schedule="constant",
+                                    weight_average=0.5))
+    t = Trainer(TINY, config, seed=0)
+    name = "stem.conv.weight"
+    expected = t.model.state_dict()[name].clone()
+    for step in range(12):
+        t.step(make_batch(b=8, seed=step))
+        decay = min(0.5, (1 + step) / (10 + step))  # the short memory of the first steps
+        expected = decay * expected + (1 - decay) * t.model.state_dict()[name]
+    assert t.average is not None and set(t.average) == set(t.model.state_dict())
+    assert torch.allclose(t.average[name], expected, atol=1e-6)
+    assert not torch.equal(t.average[name], t.model.state_dict()[name])
+    version, arrays = t.export_weights()
+    assert version == 12 and np.array_equal(arrays[name], t.average[name].numpy())
+    # Batch-norm's step counters are copied, not averaged.
+    counters = [k for k in arrays if k.endswith("num_batches_tracked")]
+    assert counters and all(int(arrays[k]) == 12 for k in counters)
+    # Imported weights start the average afresh: what is published is what was imported.
+    fresh = Trainer(TINY, config, seed=7).export_weights()[1]
+    t.import_weights(fresh)
+    assert all(np.array_equal(t.export_weights()[1][k], fresh[k]) for k in fresh)
+
+
+def test_without_the_weight_average_the_trainer_publishes_its_weights():
+    t = Trainer(TINY, cpu(LearnerConfig.paper(1)), seed=0)
+    t.step(make_batch())
+    assert t.average is None
+    arrays = t.export_weights()[1]
+    assert all(np.array_equal(arrays[k], v.numpy()) for k, v in t.model.state_dict().items())
