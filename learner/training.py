@@ -613,6 +613,10 @@ class Trainer:
         """Start the weight average afresh from the model's weights (with ``weight_average`` on)."""
         if self.config.weight_average > 0:
             self.average = {k: t.clone() for k, t in self._live.items()}
+            # (average, live) pairs, split once here rather than tested every step.
+            pairs = [(self.average[k], live) for k, live in self._live.items()]
+            self._averaged = [(a, live) for a, live in pairs if live.is_floating_point()]
+            self._copied = [(a, live) for a, live in pairs if not live.is_floating_point()]  # batch-norm counters
 
     def _update_average(self) -> None:
         assert self.average is not None
@@ -620,11 +624,10 @@ class Trainer:
         # first steps' weights, far from any good point, must not linger in the average.
         decay = min(self.config.weight_average, (1 + self.steps) / (10 + self.steps))
         with torch.no_grad():
-            for k, live in self._live.items():
-                if live.is_floating_point():
-                    self.average[k].lerp_(live, 1.0 - decay)
-                else:  # batch-norm's step counters
-                    self.average[k].copy_(live)
+            for average, live in self._averaged:
+                average.lerp_(live, 1.0 - decay)
+            for average, live in self._copied:
+                average.copy_(live)
 
     # ---- weights out --------------------------------------------------------------------------
 
